@@ -1,0 +1,43 @@
+// Parameters of a model: names, shapes, dtypes and the role that decides their optimizer.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/dtype.hpp"
+
+namespace dmuon {
+
+// matrix: a hidden 2-D weight (Muon by default); expert_stack: (E, out, in), E matrices for Muon;
+// embedding, output_head, norm, bias: AdamW by default.
+enum class ParamRole { matrix, expert_stack, embedding, output_head, norm, bias };
+
+std::string_view to_string(ParamRole role);
+ParamRole parse_param_role(std::string_view name, const std::string& what);
+
+struct ParamSpec {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  DType dtype = DType::bf16;
+  ParamRole role = ParamRole::matrix;
+  int layer = -1;     // transformer block index, -1 outside blocks (embeddings, final norm, ...)
+  std::string tower;  // which tower generated it ("" for explicit parameters)
+
+  std::int64_t numel() const;
+  std::string shape_string() const;  // e.g. "2048x11008"
+};
+
+struct ModelSpec {
+  std::string name;
+  std::vector<ParamSpec> params;
+
+  std::int64_t total_params() const;
+  // Throws dmuon::Error on a duplicate name, an empty shape or a non-positive dimension.
+  void validate() const;
+};
+
+// The role a parameter gets from its name and rank when the model file does not say.
+ParamRole infer_role(const std::string& name, std::size_t rank);
+
+}  // namespace dmuon
