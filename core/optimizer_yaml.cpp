@@ -28,7 +28,9 @@ void parse_coefficients(const YamlValue& v, NsConfig& ns, bool steps_given) {
   if (!steps_given) ns.steps = static_cast<int>(ns.schedule.size());
 }
 
-void parse_ns(const YamlValue& value, NsConfig& ns) {
+}  // namespace
+
+void parse_ns_config(const YamlValue& value, NsConfig& ns) {
   YamlMap m(value);
   if (auto v = m.find("variant")) ns.variant = parse_scalar(*v, parse_ns_variant);
   const auto steps = m.find("steps");
@@ -49,6 +51,8 @@ void parse_ns(const YamlValue& value, NsConfig& ns) {
   if (auto v = m.find("eps")) ns.eps = v->as_positive_double();
   m.finish();
 }
+
+namespace {
 
 void parse_adamw(const YamlValue& value, AdamWConfig& a) {
   YamlMap m(value);
@@ -89,7 +93,7 @@ OptimizerConfig parse_optimizer(const YamlValue& value) {
   if (auto v = m.find("weight_decay")) mu.weight_decay = v->as_nonnegative_double();
   if (auto v = m.find("adjust_lr")) mu.adjust_lr = parse_scalar(*v, parse_adjust_lr);
   if (auto v = m.find("master_dtype")) mu.master_dtype = parse_scalar(*v, parse_dtype);
-  if (auto v = m.find("ns")) parse_ns(*v, mu.ns);
+  if (auto v = m.find("ns")) parse_ns_config(*v, mu.ns);
   if (auto v = m.find("adamw")) parse_adamw(*v, c.adamw);
   m.finish();
   try {

@@ -21,5 +21,7 @@ namespace dmuon {
 
 // The result is validated; errors name the file, line and key.
 OptimizerConfig parse_optimizer(const YamlValue& value);
+// Applies an `ns:` mapping on top of `ns` (not validated alone: validate the whole config).
+void parse_ns_config(const YamlValue& value, NsConfig& ns);
 
 }  // namespace dmuon

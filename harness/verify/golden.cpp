@@ -1,0 +1,191 @@
+#include "harness/verify/golden.hpp"
+
+#include <filesystem>
+#include <memory>
+
+#include "core/error.hpp"
+#include "core/npy.hpp"
+#include "core/optimizer_yaml.hpp"
+#include "core/yaml_reader.hpp"
+#include "reference/adamw_step.hpp"
+#include "reference/muon_step.hpp"
+#include "reference/newton_schulz.hpp"
+
+namespace dmuon::verify {
+namespace {
+
+using ref::Rounding;
+
+struct Tolerance {
+  double rel = 0;
+  double state_rel = 0;  // momentum / exp_avg / exp_avg_sq; defaults to rel
+};
+
+// A 1-D array becomes an n x 1 column; 2-D keeps its shape (C order).
+Eigen::MatrixXd to_matrix(const NpyArray& a, const YamlValue& where) {
+  if (a.shape.size() > 2 || a.shape.empty()) {
+    where.fail("expected a 1-D or 2-D array, found rank " + std::to_string(a.shape.size()));
+  }
+  const long rows = static_cast<long>(a.shape[0]);
+  const long cols = a.shape.size() == 2 ? static_cast<long>(a.shape[1]) : 1;
+  Eigen::MatrixXd m(rows, cols);
+  for (long r = 0; r < rows; ++r) {
+    for (long c = 0; c < cols; ++c) m(r, c) = a.data[static_cast<std::size_t>(r * cols + c)];
+  }
+  return m;
+}
+
+class CaseReader {
+ public:
+  CaseReader(std::string dir, const YamlValue& value) : dir_(std::move(dir)), map_(value) {}
+
+  Eigen::MatrixXd tensor(const YamlValue& file_entry) const {
+    const std::string path = (std::filesystem::path(dir_) / file_entry.as_string()).string();
+    NpyArray array;
+    try {
+      array = read_npy(path);
+    } catch (const Error& e) {
+      file_entry.fail(e.what());  // the manifest entry, then the .npy problem
+    }
+    return to_matrix(array, file_entry);
+  }
+  std::vector<Eigen::MatrixXd> tensors(const YamlValue& list) const {
+    std::vector<Eigen::MatrixXd> out;
+    for (const auto& item : list.items()) out.push_back(tensor(item));
+    if (out.empty()) list.fail("needs at least one file");
+    return out;
+  }
+  Tolerance tolerance() const {
+    YamlMap t(map_.get("tolerance"));
+    Tolerance tol;
+    tol.rel = t.get("rel").as_positive_double();
+    tol.state_rel = tol.rel;
+    if (auto v = t.find("state_rel")) tol.state_rel = v->as_positive_double();
+    if (auto v = t.find("momentum_rel")) tol.state_rel = v->as_positive_double();
+    t.finish();
+    return tol;
+  }
+  const YamlMap& map() const { return map_; }
+
+ private:
+  std::string dir_;
+  YamlMap map_;
+};
+
+void check_same_count(const YamlValue& a, std::size_t na, std::size_t nb) {
+  if (na != nb) a.fail(std::to_string(na) + " expected weights for " + std::to_string(nb) + " gradients");
+}
+
+VerifyCase ns_case(const std::string& name, const CaseReader& c) {
+  NsConfig ns = optimizer_preset("torch").muon.ns;
+  parse_ns_config(c.map().get("ns"), ns);
+  OptimizerConfig whole = optimizer_preset("torch");
+  whole.muon.ns = ns;
+  try {
+    whole.validate();
+  } catch (const Error& e) {
+    c.map().get("ns").fail_at(e.what());
+  }
+  YamlMap inputs(c.map().get("inputs")), expected(c.map().get("expected"));
+  const auto x = c.tensor(inputs.get("X"));
+  const auto y = c.tensor(expected.get("Y"));
+  inputs.finish();
+  expected.finish();
+  const auto tol = c.tolerance();
+  return {name, [=] {
+            return std::vector<CaseResult>{
+                compare_rel(name, ref::newton_schulz(x, ns, Rounding::emulate), y, tol.rel)};
+          }};
+}
+
+template <typename State, typename Step>
+std::vector<CaseResult> run_steps(const std::string& name, Eigen::MatrixXd w,
+                                  const std::vector<Eigen::MatrixXd>& grads,
+                                  const std::vector<Eigen::MatrixXd>& expected, double rel, State& state,
+                                  Step step) {
+  std::vector<CaseResult> out;
+  for (std::size_t k = 0; k < grads.size(); ++k) {
+    step(w, grads[k], state);
+    out.push_back(compare_rel(name + "/W" + std::to_string(k + 1), w, expected[k], rel));
+  }
+  return out;
+}
+
+VerifyCase muon_case(const std::string& name, const CaseReader& c) {
+  const OptimizerConfig opt = parse_optimizer(c.map().get("optimizer"));
+  YamlMap inputs(c.map().get("inputs")), expected(c.map().get("expected"));
+  const auto w0 = c.tensor(inputs.get("W0"));
+  const auto grads = c.tensors(inputs.get("grads"));
+  const auto weights = c.tensors(expected.get("weights"));
+  check_same_count(expected.get("weights"), weights.size(), grads.size());
+  const auto momentum = c.tensor(expected.get("momentum"));
+  inputs.finish();
+  expected.finish();
+  const auto tol = c.tolerance();
+  return {name, [=] {
+            ref::MuonState state;
+            auto out = run_steps(name, w0, grads, weights, tol.rel, state,
+                                 [&](Eigen::MatrixXd& w, const Eigen::MatrixXd& g, ref::MuonState& s) {
+                                   ref::muon_step(w, g, s, opt.muon, Rounding::emulate);
+                                 });
+            out.push_back(compare_rel(name + "/momentum", state.momentum, momentum, tol.state_rel));
+            return out;
+          }};
+}
+
+VerifyCase adamw_case(const std::string& name, const CaseReader& c) {
+  const OptimizerConfig opt = parse_optimizer(c.map().get("optimizer"));
+  YamlMap inputs(c.map().get("inputs")), expected(c.map().get("expected"));
+  const auto w0 = c.tensor(inputs.get("W0"));
+  const auto grads = c.tensors(inputs.get("grads"));
+  const auto weights = c.tensors(expected.get("weights"));
+  check_same_count(expected.get("weights"), weights.size(), grads.size());
+  const auto exp_avg = c.tensor(expected.get("exp_avg"));
+  const auto exp_avg_sq = c.tensor(expected.get("exp_avg_sq"));
+  inputs.finish();
+  expected.finish();
+  const auto tol = c.tolerance();
+  return {name, [=] {
+            ref::AdamWState state;
+            auto out = run_steps(name, w0, grads, weights, tol.rel, state,
+                                 [&](Eigen::MatrixXd& w, const Eigen::MatrixXd& g, ref::AdamWState& s) {
+                                   ref::adamw_step(w, g, s, opt.adamw, Rounding::emulate);
+                                 });
+            out.push_back(compare_rel(name + "/exp_avg", state.exp_avg, exp_avg, tol.state_rel));
+            out.push_back(compare_rel(name + "/exp_avg_sq", state.exp_avg_sq, exp_avg_sq, tol.state_rel));
+            return out;
+          }};
+}
+
+VerifyCase parse_case(const std::string& dir, const YamlValue& value) {
+  CaseReader c(dir, value);
+  const std::string name = "golden/" + c.map().get("name").as_string();
+  const std::string kind = c.map().get("kind").as_string();
+  c.map().find("notes");
+  VerifyCase out;
+  if (kind == "ns") out = ns_case(name, c);
+  else if (kind == "muon") out = muon_case(name, c);
+  else if (kind == "adamw") out = adamw_case(name, c);
+  else c.map().get("kind").fail("unknown kind '" + kind + "' (expected ns, muon or adamw)");
+  c.map().finish();
+  return out;
+}
+
+}  // namespace
+
+std::vector<VerifyCase> load_golden_cases(const std::string& dir) {
+  const std::string manifest = (std::filesystem::path(dir) / "manifest.json").string();
+  if (!std::filesystem::exists(manifest)) throw Error(manifest + ": golden manifest not found");
+  const YamlValue root = YamlValue::load_file(manifest);
+  YamlMap m(root);
+  const std::string format = m.get("format").as_string();
+  if (format != "dmuon-golden-1") m.get("format").fail("unsupported format '" + format + "' (expected dmuon-golden-1)");
+  for (const char* info : {"generator", "torch_version", "device", "created", "seed"}) m.find(info);
+  std::vector<VerifyCase> cases;
+  for (const auto& item : m.get("cases").items()) cases.push_back(parse_case(dir, item));
+  if (cases.empty()) m.get("cases").fail("no cases");
+  m.finish();
+  return cases;
+}
+
+}  // namespace dmuon::verify

@@ -1,0 +1,15 @@
+// External golden cases: a JSON manifest plus .npy tensors, as dumped from PyTorch by
+// harness/tools/dump_torch_cases.py. Format: README.md "Golden cases".
+#pragma once
+#include <string>
+#include <vector>
+
+#include "harness/verify/case_result.hpp"
+
+namespace dmuon::verify {
+
+// Reads DIR/manifest.json and checks every referenced file exists and parses as .npy now, so
+// that a malformed directory fails up front with one message naming the file, line and key.
+std::vector<VerifyCase> load_golden_cases(const std::string& dir);
+
+}  // namespace dmuon::verify

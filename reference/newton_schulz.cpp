@@ -1,0 +1,134 @@
+#include "reference/newton_schulz.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include <Eigen/SVD>
+
+#include "reference/rounding.hpp"
+
+namespace dmuon::ref {
+namespace {
+
+// Rounds a freshly computed value to the dtype the GPU path stores it in; a no-op when exact.
+// Every call site is one store of one kernel output (a fused epilogue rounds its sum once).
+struct Store {
+  Rounding rounding;
+  DType dtype;
+  void operator()(Eigen::MatrixXd& m) const {
+    if (rounding == Rounding::emulate) round_in_place(m, dtype);
+  }
+  double operator()(double x) const { return rounding == Rounding::emulate ? round_to(x, dtype) : x; }
+};
+
+// X / normaliser(||X||_F). The GPU reads G in normalize_dtype, reduces the squared norm into a
+// wide accumulator (double here), keeps the scalars and the quotient in normalize_dtype, then
+// casts the quotient to compute_dtype for the iteration.
+Eigen::MatrixXd normalised(Eigen::MatrixXd X, const NsConfig& ns, Rounding rounding) {
+  const Store norm_store{rounding, ns.normalize_dtype};
+  const double frobenius = norm_store(X.norm());
+  // A zero matrix stays zero (0 / eps would be fine too, but this cannot produce 0/0 even
+  // when eps rounds to zero in a narrow normalize_dtype).
+  if (frobenius == 0.0) return X;
+  X /= norm_store(ns_normaliser(frobenius, ns));
+  norm_store(X);
+  Store{rounding, ns.compute_dtype}(X);
+  return X;
+}
+
+// A = X X^T; B = b A + c A A; X = a X + B X. B and the new X are single fused-epilogue stores.
+Eigen::MatrixXd standard_iterations(Eigen::MatrixXd X, const NsConfig& ns, const Store& store) {
+  for (int t = 0; t < ns.steps; ++t) {
+    const NsCoefficient k = ns.coefficient(t);
+    Eigen::MatrixXd A = X * X.transpose();
+    store(A);
+    Eigen::MatrixXd B = k.b * A + k.c * (A * A);
+    store(B);
+    Eigen::MatrixXd next = k.a * X + B * X;  // a fresh matrix: no aliasing with X
+    store(next);
+    X = std::move(next);
+  }
+  return X;
+}
+
+bool restarts_before(const NsConfig& ns, int t) {
+  return t != 0 && std::find(ns.restarts.begin(), ns.restarts.end(), t) != ns.restarts.end();
+}
+
+// Gram NS (kernel-anchors 1.2): iterate on R = X X^T (m x m) and accumulate Q, a polynomial in
+// R, so that the result is Q X. A restart folds Q into X and recomputes R from it, which
+// resets the rounding error R has collected. The a*I terms ride in epilogues (Q Z + a Q, ...).
+Eigen::MatrixXd gram_iterations(Eigen::MatrixXd X, const NsConfig& ns, const Store& store) {
+  const Eigen::Index m = X.rows();
+  const int last = ns.steps - 1;
+  Eigen::MatrixXd R = X * X.transpose();
+  store(R);
+  std::optional<Eigen::MatrixXd> Q;  // empty: the accumulator is still the identity
+  for (int t = 0; t < ns.steps; ++t) {
+    const NsCoefficient k = ns.coefficient(t);
+    if (restarts_before(ns, t) && Q) {
+      Eigen::MatrixXd restarted = *Q * X;
+      store(restarted);
+      X = std::move(restarted);
+      R = X * X.transpose();
+      store(R);
+      Q.reset();
+    }
+    Eigen::MatrixXd Z = k.b * R + k.c * (R * R);
+    store(Z);
+    Eigen::MatrixXd next_Q =
+        Q ? Eigen::MatrixXd(*Q * Z + k.a * *Q) : Eigen::MatrixXd(Z + k.a * Eigen::MatrixXd::Identity(m, m));
+    store(next_Q);
+    Q = std::move(next_Q);
+    // R is only needed by the next iteration, and a restart recomputes it from X anyway.
+    if (t < last && !restarts_before(ns, t + 1)) {
+      Eigen::MatrixXd RZ = R * Z + k.a * R;
+      store(RZ);
+      Eigen::MatrixXd next_R = Z * RZ + k.a * RZ;
+      store(next_R);
+      R = std::move(next_R);
+    }
+  }
+  if (!Q) return X;  // zero steps
+  Eigen::MatrixXd result = *Q * X;
+  store(result);
+  return result;
+}
+
+}  // namespace
+
+double ns_normaliser(double frobenius, const NsConfig& ns) {
+  const double scaled = frobenius * ns.norm_scale;
+  return ns.norm_mode == NormMode::clamp ? std::max(scaled, ns.eps) : scaled + ns.eps;
+}
+
+Eigen::MatrixXd newton_schulz(const Eigen::MatrixXd& G, const NsConfig& ns, Rounding rounding) {
+  if (G.size() == 0) return G;
+  // Work on the wide orientation so the Gram matrices are the small m x m side.
+  const bool transposed = G.rows() > G.cols();
+  Eigen::MatrixXd X = transposed ? Eigen::MatrixXd(G.transpose()) : G;
+  X = normalised(std::move(X), ns, rounding);
+  const Store store{rounding, ns.compute_dtype};
+  X = ns.variant == NsVariant::gram ? gram_iterations(std::move(X), ns, store)
+                                    : standard_iterations(std::move(X), ns, store);
+  if (transposed) return X.transpose();
+  return X;
+}
+
+Eigen::MatrixXd polar_factor(const Eigen::MatrixXd& G) {
+  if (G.size() == 0) return G;
+  const Eigen::BDCSVD<Eigen::MatrixXd> svd(G, Eigen::ComputeThinU | Eigen::ComputeThinV);
+  return svd.matrixU() * svd.matrixV().transpose();
+}
+
+Eigen::MatrixXd predicted_ns_output(const Eigen::MatrixXd& G, const NsConfig& ns) {
+  if (G.size() == 0) return G;
+  const Eigen::BDCSVD<Eigen::MatrixXd> svd(G, Eigen::ComputeThinU | Eigen::ComputeThinV);
+  const double normaliser = ns_normaliser(G.norm(), ns);
+  const Eigen::VectorXd mapped = svd.singularValues().unaryExpr(
+      [&](double s) { return ns.compose(s / normaliser); });
+  return svd.matrixU() * mapped.asDiagonal() * svd.matrixV().transpose();
+}
+
+}  // namespace dmuon::ref

@@ -1,0 +1,29 @@
+// Newton-Schulz orthogonalisation in double precision: standard and Gram variants, exact or
+// with the GPU's storage roundings emulated, plus SVD-based predictions to check against.
+#pragma once
+#include <Eigen/Core>
+
+#include "core/optimizer_config.hpp"
+#include "reference/rounding.hpp"
+
+namespace dmuon::ref {
+
+// Rounding::emulate: normalisation scalars and quotient in ns.normalize_dtype, every stored
+// iteration product in ns.compute_dtype; the result is compute_dtype-valued.
+// Transposes to wide (m <= n), divides by the configured Frobenius normaliser, runs ns.steps
+// iterations of ns.variant with ns.coefficient(t), transposes back. Gram runs even when the
+// matrix is square: whether to fall back to standard is the caller's decision.
+// Zero input gives zero output.
+Eigen::MatrixXd newton_schulz(const Eigen::MatrixXd& G, const NsConfig& ns, Rounding rounding);
+
+// The divisor newton_schulz applies to the (transposed) input with Frobenius norm
+// `frobenius`: clamp: max(frobenius * scale, eps); add: frobenius * scale + eps.
+double ns_normaliser(double frobenius, const NsConfig& ns);
+
+// U V^T of the thin SVD G = U S V^T (the polar factor; not unique for rank-deficient G).
+Eigen::MatrixXd polar_factor(const Eigen::MatrixXd& G);
+
+// U diag(ns.compose(s_i / normaliser)) V^T: what exact newton_schulz must return.
+Eigen::MatrixXd predicted_ns_output(const Eigen::MatrixXd& G, const NsConfig& ns);
+
+}  // namespace dmuon::ref
