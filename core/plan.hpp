@@ -1,0 +1,111 @@
+// A Plan: one distributed optimizer step (with the forward/backward communication around it)
+// as plain data. For every rank, an ordered list of ops: compute ops (momentum, Newton-Schulz,
+// Muon update, AdamW) and collectives, each on a stream, with dependencies on earlier ops of
+// the same rank. Executors (CPU interpreter, NCCL executor, SimGrid) only execute it.
+//
+// Data model: every rank owns, per parameter, a flat buffer of each BufferKind (parameter,
+// gradient, momentum, Newton-Schulz input and output, AdamW moments). Ops name element ranges
+// (Region) of those buffers; a shard is a Region, a whole matrix is a Region.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/mesh.hpp"
+#include "core/strategy.hpp"
+
+namespace dmuon {
+
+struct ModelSpec;
+struct Routing;
+
+enum class OpKind {
+  momentum,       // M, U <- momentum(M, G) over `regions` (U = Newton-Schulz input)
+  newton_schulz,  // O <- NS(U) for each of `matrices` (one batched call of same-shape matrices)
+  muon_update,    // W <- W (1 - lr wd) - lr_adj O over `regions`
+  adamw,          // W, m, v <- AdamW over `regions`
+  broadcast,      // root's buffer[regions] -> every member
+  reduce,         // sum/avg of members' buffer[regions] -> root
+  all_reduce,     // sum/avg of members' buffer[regions] -> every member
+  all_gather,     // member i's buffer[parts[i]] -> every member
+  reduce_scatter, // sum/avg over members of buffer[parts[i]] -> member i
+  all_to_all,     // transfers: src's buffer[from] -> dst's buffer[to]
+};
+enum class StreamKind { compute, comm };
+enum class Phase { forward, backward, optimizer };
+enum class BufferKind { param, grad, momentum, ns_input, ns_output, adam_m, adam_v };
+enum class ReduceOp { sum, avg };
+
+std::string_view to_string(OpKind k);
+std::string_view to_string(StreamKind s);
+std::string_view to_string(Phase p);
+std::string_view to_string(BufferKind b);
+bool is_collective(OpKind k);
+
+// Elements [offset, offset + count) of parameter `param`'s flat (row-major) buffer.
+struct Region {
+  std::size_t param = 0;
+  std::int64_t offset = 0;
+  std::int64_t count = 0;
+  bool operator==(const Region&) const = default;
+};
+
+struct Transfer {
+  int src = 0, dst = 0;  // global ranks
+  Region from, to;
+  bool operator==(const Transfer&) const = default;
+};
+
+struct Op {
+  OpKind kind = OpKind::momentum;
+  StreamKind stream = StreamKind::compute;
+  Phase phase = Phase::optimizer;
+  std::vector<int> deps;  // indices of earlier ops of the same rank
+  std::string label;      // for traces and error messages
+
+  std::vector<std::size_t> matrices;  // newton_schulz: Routing::muon_matrices indices
+  std::vector<Region> regions;        // elementwise ops; broadcast/reduce/all_reduce (coalesced)
+
+  int group = -1;                       // collectives: Plan::groups index
+  int root = -1;                        // broadcast/reduce: global rank
+  ReduceOp reduce_op = ReduceOp::sum;
+  BufferKind buffer = BufferKind::param;
+  std::vector<Region> parts;            // all_gather/reduce_scatter: member i's part
+  std::vector<Transfer> transfers;      // all_to_all
+  std::int64_t collective = -1;         // the same id on every member of one collective
+
+  double flops = 0;         // compute ops: useful arithmetic
+  double memory_bytes = 0;  // compute ops: bytes read + written in device memory
+  double payload_bytes = 0; // collectives: bytes of data this rank contributes or receives
+};
+
+struct CommGroup {
+  std::string name;  // "world", "shard[r]", "replicate[s]"
+  std::vector<int> ranks;
+};
+
+struct Plan {
+  Strategy strategy = Strategy::dedicated;
+  Mesh mesh;
+  std::vector<CommGroup> groups;
+  std::vector<std::vector<Op>> ranks;  // ops per global rank
+  // Owner (global rank) of each Muon matrix's Newton-Schulz; -1 where every holder runs it.
+  std::vector<int> matrix_owner;
+  int bytes_per_element = 2;  // communication dtype (bf16 params and grads)
+
+  // Throws dmuon::Error naming rank, op and collective on the first problem: a dependency that
+  // is not an earlier op, a Muon matrix without exactly one Newton-Schulz (owner strategies) or
+  // updated twice on a rank, an element no rank updates, a collective not matched on every member
+  // of its group with equal kind/root/buffer/sizes, members issuing a group's collectives in
+  // different orders, or a deadlock when every rank runs its list in order.
+  void validate(const ModelSpec& model, const Routing& routing) const;
+  std::size_t op_count() const;
+};
+
+// Region of one Muon matrix inside its parameter (an expert's slice of a stack).
+Region matrix_region(const Routing& routing, std::size_t matrix);
+// Rank s's dim-0 shard of a parameter split over `shards` ranks (FSDP2 layout: ceil(rows/shards)
+// rows each, the last ones possibly short or empty).
+Region shard_region(const ModelSpec& model, std::size_t param, int shards, int s);
+
+}  // namespace dmuon
