@@ -27,6 +27,7 @@ struct Store {
 // casts the quotient to compute_dtype for the iteration.
 Eigen::MatrixXd normalised(Eigen::MatrixXd X, const NsConfig& ns, Rounding rounding) {
   const Store norm_store{rounding, ns.normalize_dtype};
+  norm_store(X);
   const double frobenius = norm_store(X.norm());
   // A zero matrix stays zero (0 / eps would be fine too, but this cannot produce 0/0 even
   // when eps rounds to zero in a narrow normalize_dtype).

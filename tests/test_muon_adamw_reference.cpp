@@ -161,6 +161,43 @@ TEST_CASE("Muon emulate stores weights and momentum in the master dtype", "[muon
   CHECK((emulated.momentum - exact.momentum).cwiseAbs().maxCoeff() < 1e-6);
 }
 
+TEST_CASE("Muon emulate rounds M, u and W exactly where they are stored", "[muon][emulate]") {
+  // fp64 Newton-Schulz storage isolates the master-dtype roundings of muon_step itself.
+  for (MomentumForm form : {MomentumForm::sum, MomentumForm::ema}) {
+    MuonConfig cfg = keller_muon();
+    cfg.momentum_form = form;
+    cfg.lr = 0.5;  // large steps, so that a missing rounding shows in the fp32 weights
+    cfg.weight_decay = 0.3;
+    cfg.master_dtype = DType::fp32;
+    cfg.ns.compute_dtype = cfg.ns.normalize_dtype = DType::fp64;
+    const auto rd = [](Eigen::MatrixXd m) {
+      dmuon::ref::round_in_place(m, DType::fp32);
+      return m;
+    };
+    const double mu = cfg.momentum;
+    Eigen::MatrixXd W = gaussian(6, 9, 40), W_hand = W, M_hand = Eigen::MatrixXd::Zero(6, 9);
+    dmuon::ref::MuonState state;
+    for (unsigned s = 0; s < 2; ++s) {
+      const Eigen::MatrixXd G = gaussian(6, 9, 41 + s);
+      dmuon::ref::muon_step(W, G, state, cfg, Rounding::emulate);
+      Eigen::MatrixXd u;
+      if (form == MomentumForm::sum) {
+        M_hand = rd(mu * M_hand + G);
+        u = rd(G + mu * M_hand);
+      } else {
+        M_hand = rd(M_hand + (1 - mu) * (G - M_hand));
+        u = rd(G + mu * (M_hand - G));
+      }
+      const Eigen::MatrixXd O = dmuon::ref::newton_schulz(u, cfg.ns, Rounding::exact);
+      W_hand = rd(W_hand * (1 - 0.5 * 0.3));
+      W_hand = rd(W_hand - 0.5 * O);  // original: sqrt(max(1, 6/9)) = 1
+    }
+    INFO("form " << (form == MomentumForm::sum ? "sum" : "ema"));
+    CHECK(state.momentum == M_hand);
+    CHECK(W == W_hand);
+  }
+}
+
 TEST_CASE("Muon rejects mismatched shapes naming both", "[muon]") {
   MuonConfig cfg = keller_muon();
   Eigen::MatrixXd W = Eigen::MatrixXd::Zero(3, 4);
@@ -260,6 +297,34 @@ TEST_CASE("AdamW emulate stores m, v and W in the master dtype", "[adamw][emulat
   }
   CHECK(any_rounded);
   CHECK((W_emulated - W_exact).cwiseAbs().maxCoeff() < 1e-6);
+}
+
+TEST_CASE("AdamW emulate rounds m, v and W exactly where they are stored", "[adamw][emulate]") {
+  dmuon::AdamWConfig cfg;
+  cfg.lr = 0.05;
+  cfg.weight_decay = 0.5;
+  cfg.master_dtype = DType::fp32;
+  const auto rd = [](double x) { return dmuon::ref::round_to(x, DType::fp32); };
+  Eigen::MatrixXd W = gaussian(5, 7, 50);
+  const Eigen::MatrixXd W0 = W;
+  dmuon::ref::AdamWState state;
+  std::vector<Eigen::MatrixXd> grads = {gaussian(5, 7, 51), gaussian(5, 7, 52)};
+  for (const auto& G : grads) dmuon::ref::adamw_step(W, G, state, cfg, Rounding::emulate);
+  for (Eigen::Index i = 0; i < W.size(); ++i) {
+    double w = W0(i), m = 0, v = 0;
+    for (int t = 1; t <= 2; ++t) {
+      const double g = grads[t - 1](i);
+      w = rd(w * (1 - cfg.lr * cfg.weight_decay));
+      m = rd(m + (1 - cfg.beta1) * (g - m));
+      v = rd(cfg.beta2 * v + (1 - cfg.beta2) * (g * g));
+      const double bc1 = 1 - std::pow(cfg.beta1, t), bc2 = 1 - std::pow(cfg.beta2, t);
+      const double denom = std::sqrt(v) / std::sqrt(bc2) + cfg.eps;
+      w = rd(w - cfg.lr / bc1 * (m / denom));
+    }
+    REQUIRE(W(i) == w);
+    REQUIRE(state.exp_avg(i) == m);
+    REQUIRE(state.exp_avg_sq(i) == v);
+  }
 }
 
 TEST_CASE("AdamW rejects mismatched shapes naming both", "[adamw]") {

@@ -236,9 +236,9 @@ TEST_CASE("emulated bf16 and fp16 differ from exact by a plausible amount", "[ns
 // On a diagonal input every matrix stays diagonal, so the emulated iteration is a scalar
 // recursion per entry that can be written out: this pins down each rounding's place.
 TEST_CASE("emulate rounds exactly where the GPU stores (diagonal closed form)", "[ns][emulate]") {
-  Eigen::VectorXd four(4);
-  four << 0.3, -2.5, 7.0, 1.1;
-  for (const Eigen::VectorXd& d : {Eigen::VectorXd(Eigen::VectorXd::Constant(1, -0.3)), four}) {
+  Eigen::VectorXd eight(8);
+  eight << 0.3, -2.5, 7.0, 1.1, 0.05, -0.9, 3.3, 0.6;
+  for (const Eigen::VectorXd& d : {Eigen::VectorXd(Eigen::VectorXd::Constant(1, -0.3)), eight}) {
     Eigen::MatrixXd G = Eigen::MatrixXd::Zero(d.size(), d.size() + 2);
     G.diagonal() = d;
     for (DType compute : {DType::bf16, DType::fp16}) {
