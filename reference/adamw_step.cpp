@@ -1,10 +1,9 @@
 #include "reference/adamw_step.hpp"
 
-#include <cmath>
 #include <string>
 
 #include "core/error.hpp"
-#include "reference/rounding.hpp"
+#include "reference/elementwise_steps.hpp"
 
 namespace dmuon::ref {
 namespace {
@@ -33,27 +32,10 @@ void adamw_step(Eigen::MatrixXd& W, const Eigen::MatrixXd& G, AdamWState& state,
   require_shape(G, "gradient", W);
   init_or_check(state.exp_avg, "exp_avg", W);
   init_or_check(state.exp_avg_sq, "exp_avg_sq", W);
-  const auto store = [&](Eigen::MatrixXd& m) {
-    if (rounding == Rounding::emulate) round_in_place(m, cfg.master_dtype);
-  };
-  Eigen::MatrixXd& m = state.exp_avg;
-  Eigen::MatrixXd& v = state.exp_avg_sq;
   ++state.step;
-
-  W *= 1.0 - cfg.lr * cfg.weight_decay;
-  store(W);
-  m += (1.0 - cfg.beta1) * (G - m);  // lerp(m, g, 1-b1), as torch writes it
-  store(m);
-  v = cfg.beta2 * v + (1.0 - cfg.beta2) * G.cwiseProduct(G);
-  store(v);
-
-  const double t = static_cast<double>(state.step);
-  const double bias_correction1 = 1.0 - std::pow(cfg.beta1, t);
-  const double bias_correction2 = 1.0 - std::pow(cfg.beta2, t);
-  const double step_size = cfg.lr / bias_correction1;
-  const Eigen::ArrayXXd denom = v.array().sqrt() / std::sqrt(bias_correction2) + cfg.eps;
-  W -= step_size * (m.array() / denom).matrix();
-  store(W);
+  // The elementwise formulas live in elementwise_steps, shared with the plan interpreter.
+  adamw_elementwise(W.data(), G.data(), state.exp_avg.data(), state.exp_avg_sq.data(), W.size(), state.step, cfg,
+                    rounding);
 }
 
 }  // namespace dmuon::ref

@@ -10,7 +10,7 @@ namespace {
 
 constexpr int kBufferKinds = static_cast<int>(BufferKind::adam_v) + 1;
 
-std::size_t at(int i) { return static_cast<std::size_t>(i); }
+std::size_t idx(int i) { return static_cast<std::size_t>(i); }
 
 bool is_member(const CommGroup& group, int rank) {
   return std::find(group.ranks.begin(), group.ranks.end(), rank) != group.ranks.end();
@@ -113,7 +113,9 @@ void all_gather(const Op& op, const std::vector<int>& members, RankBuffers& b) {
 void all_to_all(const Op& op, RankBuffers& b) {
   std::vector<std::vector<double>> sent;
   for (const Transfer& t : op.transfers) sent.push_back(read_regions(b, t.src, op.buffer, {t.from}));
-  for (std::size_t i = 0; i < sent.size(); ++i) write_regions(b, op.transfers[i].dst, op.buffer, {op.transfers[i].to}, sent[i]);
+  for (std::size_t i = 0; i < sent.size(); ++i) {
+    write_regions(b, op.transfers[i].dst, op.buffer, {op.transfers[i].to}, sent[i]);
+  }
 }
 
 std::string regions_summary(const std::vector<Region>& regions) {
@@ -139,7 +141,7 @@ std::string difference(const Op& a, const Op& b) {
 }  // namespace
 
 RankBuffers::RankBuffers(int world, std::vector<std::int64_t> numel) : world_(world), numel_(std::move(numel)) {
-  storage_.reserve(at(world) * numel_.size() * kBufferKinds);
+  storage_.reserve(idx(world) * numel_.size() * kBufferKinds);
   for (int r = 0; r < world; ++r) {
     for (std::int64_t n : numel_) {
       for (int k = 0; k < kBufferKinds; ++k) storage_.push_back(Eigen::VectorXd::Zero(n));
@@ -148,7 +150,7 @@ RankBuffers::RankBuffers(int world, std::vector<std::int64_t> numel) : world_(wo
 }
 
 Eigen::VectorXd& RankBuffers::buffer(int rank, std::size_t param, BufferKind kind) {
-  return storage_[(at(rank) * numel_.size() + param) * kBufferKinds + static_cast<std::size_t>(kind)];
+  return storage_[(idx(rank) * numel_.size() + param) * kBufferKinds + static_cast<std::size_t>(kind)];
 }
 
 void RankBuffers::check(const Region& r, const std::string& where) const {
@@ -168,7 +170,7 @@ double* RankBuffers::at(int rank, BufferKind kind, const Region& region, const s
 }
 
 std::string describe_op(const Plan& plan, int rank, int index) {
-  const Op& op = plan.ranks.at(at(rank)).at(at(index));
+  const Op& op = plan.ranks.at(idx(rank)).at(idx(index));
   std::ostringstream s;
   s << "rank " << rank << " op " << index << " (" << to_string(op.kind);
   if (!op.label.empty()) s << " '" << op.label << "'";
@@ -180,7 +182,8 @@ std::string describe_op(const Plan& plan, int rank, int index) {
 void check_collective(const Op& op, const CommGroup& group, const RankBuffers& buffers, const std::string& where) {
   auto require_member = [&](int rank, const char* role) {
     if (!is_member(group, rank)) {
-      throw Error(where + ": " + role + " rank " + std::to_string(rank) + " is not a member of group '" + group.name + "'");
+      throw Error(where + ": " + role + " rank " + std::to_string(rank) + " is not a member of group '" + group.name +
+                  "'");
     }
   };
   for (const Region& r : op.regions) buffers.check(r, where);
@@ -223,17 +226,22 @@ Rendezvous::Rendezvous(const Plan& plan, RankBuffers& buffers, std::chrono::stea
       state_(plan.ranks.size(), State::running),
       waiting_at_(plan.ranks.size(), -1) {}
 
-const Op& Rendezvous::op_of(const Arrival& a) const { return plan_.ranks[at(a.first)][at(a.second)]; }
+const Op& Rendezvous::op_of(const Arrival& a) const { return plan_.ranks[idx(a.first)][idx(a.second)]; }
 
 const CommGroup& Rendezvous::group_of(int rank, int index) const {
-  const Op& op = plan_.ranks[at(rank)][at(index)];
+  const Op& op = plan_.ranks[idx(rank)][idx(index)];
   const std::string where = describe_op(plan_, rank, index);
   if (op.collective < 0) throw Error(where + ": collective without id");
   if (op.group < 0 || op.group >= static_cast<int>(plan_.groups.size())) {
     throw Error(where + ": unknown group " + std::to_string(op.group));
   }
-  const CommGroup& group = plan_.groups[at(op.group)];
+  const CommGroup& group = plan_.groups[idx(op.group)];
   if (!is_member(group, rank)) throw Error(where + ": rank is not a member of group '" + group.name + "'");
+  for (int m : group.ranks) {
+    if (m < 0 || m >= static_cast<int>(plan_.ranks.size())) {
+      throw Error(where + ": group '" + group.name + "' names rank " + std::to_string(m) + " outside the world");
+    }
+  }
   return group;
 }
 
@@ -249,7 +257,7 @@ void Rendezvous::arrive(int rank, int index) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (aborted_) throw Error(echo_);
   const CommGroup& group = group_of(rank, index);
-  const Op& op = plan_.ranks[at(rank)][at(index)];
+  const Op& op = plan_.ranks[idx(rank)][idx(index)];
   if (completed_.count(op.collective)) {
     throw Error(describe_op(plan_, rank, index) + ": collective " + std::to_string(op.collective) +
                 " already completed without this rank (issued twice on another rank?)");
@@ -269,7 +277,7 @@ void Rendezvous::arrive(int rank, int index) {
 void Rendezvous::complete(std::unique_lock<std::mutex>& lock, std::int64_t id) {
   const Arrival first = pending_[id].front();
   const Op& op = op_of(first);
-  const CommGroup& group = plan_.groups[at(op.group)];
+  const CommGroup& group = plan_.groups[idx(op.group)];
   check_collective(op, group, buffers_, describe_op(plan_, first.first, first.second));
   lock.unlock();
   move_collective_data(op, group, buffers_);
@@ -277,36 +285,36 @@ void Rendezvous::complete(std::unique_lock<std::mutex>& lock, std::int64_t id) {
   pending_.erase(id);
   completed_.insert(id);
   for (int m : group.ranks) {
-    if (state_[at(m)] == State::waiting) state_[at(m)] = State::running;
+    if (state_[idx(m)] == State::waiting) state_[idx(m)] = State::running;
   }
   cv_.notify_all();
 }
 
 void Rendezvous::wait_for(std::unique_lock<std::mutex>& lock, int rank, int index) {
-  const std::int64_t id = plan_.ranks[at(rank)][at(index)].collective;
-  state_[at(rank)] = State::waiting;
-  waiting_at_[at(rank)] = index;
+  const std::int64_t id = plan_.ranks[idx(rank)][idx(index)].collective;
+  state_[idx(rank)] = State::waiting;
+  waiting_at_[idx(rank)] = index;
   if (const std::string deadlock = find_deadlock(); !deadlock.empty()) abort(deadlock, deadlock);
   const bool done = cv_.wait_until(lock, deadline_, [&] { return completed_.count(id) > 0 || aborted_; });
   if (completed_.count(id)) return;  // the mover already set this rank running again
-  state_[at(rank)] = State::running;
   if (!done && !aborted_) {
     std::ostringstream s;
     s << "timeout after " << timeout_seconds_ << " s: " << waiting_list();
     abort(s.str(), s.str());
   }
+  state_[idx(rank)] = State::running;  // until its thread reports the failure
   throw Error(echo_);
 }
 
 void Rendezvous::finish(int rank) {
   std::lock_guard<std::mutex> lock(mutex_);
-  state_[at(rank)] = State::finished;
+  state_[idx(rank)] = State::finished;
   if (const std::string deadlock = find_deadlock(); !deadlock.empty()) abort(deadlock, deadlock);
 }
 
 void Rendezvous::fail(int rank, const std::string& message) {
   std::lock_guard<std::mutex> lock(mutex_);
-  state_[at(rank)] = State::failed;
+  state_[idx(rank)] = State::failed;
   abort(message, "rank " + std::to_string(rank) + " failed: " + message);
 }
 
@@ -349,10 +357,12 @@ std::string Rendezvous::waiting_list() const {
 // rank left running while some wait (only a running rank can complete a collective).
 std::string Rendezvous::find_deadlock() const {
   for (const auto& [id, arrived] : pending_) {
-    for (int m : plan_.groups[at(op_of(arrived.front()).group)].ranks) {
-      if (state_[at(m)] != State::finished) continue;
+    for (int m : plan_.groups[idx(op_of(arrived.front()).group)].ranks) {
+      if (state_[idx(m)] != State::finished) continue;
       std::string who;
-      for (const Arrival& a : arrived) who += (who.empty() ? "" : "; ") + describe_op(plan_, a.first, a.second) + " waits";
+      for (const Arrival& a : arrived) {
+        who += (who.empty() ? "" : "; ") + describe_op(plan_, a.first, a.second) + " waits";
+      }
       return "deadlock: " + who + ", but rank " + std::to_string(m) + " finished its ops without issuing collective " +
              std::to_string(id);
     }

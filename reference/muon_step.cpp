@@ -3,7 +3,7 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "reference/rounding.hpp"
+#include "reference/elementwise_steps.hpp"
 
 namespace dmuon::ref {
 namespace {
@@ -19,29 +19,6 @@ void require_shape(const Eigen::MatrixXd& m, const char* name, const Eigen::Matr
   }
 }
 
-// Updates the momentum in place and returns the Newton-Schulz input u.
-Eigen::MatrixXd momentum_update(Eigen::MatrixXd& M, const Eigen::MatrixXd& G, const MuonConfig& cfg,
-                                Rounding rounding) {
-  const double mu = cfg.momentum;
-  const auto store = [&](Eigen::MatrixXd& m) {
-    if (rounding == Rounding::emulate) round_in_place(m, cfg.master_dtype);
-  };
-  Eigen::MatrixXd u;
-  if (cfg.momentum_form == MomentumForm::ema) {
-    M += (1.0 - mu) * (G - M);  // lerp(M, G, 1-mu)
-    store(M);
-    if (cfg.nesterov) u = G + mu * (M - G);  // lerp(G, M, mu)
-    else u = M;
-  } else {
-    M = mu * M + G;
-    store(M);
-    if (cfg.nesterov) u = G + mu * M;
-    else u = M;
-  }
-  store(u);
-  return u;
-}
-
 }  // namespace
 
 void muon_step(Eigen::MatrixXd& W, const Eigen::MatrixXd& G, MuonState& state, const MuonConfig& cfg,
@@ -50,18 +27,13 @@ void muon_step(Eigen::MatrixXd& W, const Eigen::MatrixXd& G, MuonState& state, c
   if (state.momentum.size() == 0) state.momentum = Eigen::MatrixXd::Zero(W.rows(), W.cols());
   require_shape(state.momentum, "momentum", W);
 
-  const Eigen::MatrixXd u = momentum_update(state.momentum, G, cfg, rounding);
+  // The elementwise parts are the ones the plan interpreter runs on shards (elementwise_steps).
+  // Eigen matrices are contiguous, so the whole matrix is one element range.
+  Eigen::MatrixXd u(W.rows(), W.cols());
+  momentum_elementwise(G.data(), state.momentum.data(), u.data(), W.size(), cfg, rounding);
   ++state.step;
   const Eigen::MatrixXd O = newton_schulz(u, cfg.ns, rounding);
-
-  const auto store = [&](Eigen::MatrixXd& m) {
-    if (rounding == Rounding::emulate) round_in_place(m, cfg.master_dtype);
-  };
-  // Decoupled decay first and with the base lr (torch, Moonlight, DMuon), not the adjusted lr.
-  W *= 1.0 - cfg.lr * cfg.weight_decay;
-  store(W);
-  W -= adjusted_lr(cfg, W.rows(), W.cols()) * O;
-  store(W);
+  muon_update_elementwise(W.data(), O.data(), W.size(), adjusted_lr(cfg, W.rows(), W.cols()), cfg, rounding);
 }
 
 }  // namespace dmuon::ref
