@@ -1,0 +1,138 @@
+#include "core/plan_cost.hpp"
+
+#include <map>
+#include <utility>
+
+#include "core/error.hpp"
+#include "core/ns_flops.hpp"
+
+namespace dmuon {
+namespace {
+
+std::int64_t elements(const std::vector<Region>& regions) {
+  std::int64_t n = 0;
+  for (const Region& r : regions) n += r.count;
+  return n;
+}
+
+// Same-shape groups of an NS op's matrices (a builder emits one shape per op; this keeps the
+// cost right for any Plan).
+std::map<std::pair<long, long>, int> shapes_of(const Op& op, const Routing& routing) {
+  std::map<std::pair<long, long>, int> out;
+  for (std::size_t m : op.matrices) {
+    const MuonMatrix& mm = routing.muon_matrices.at(m);
+    ++out[{mm.rows, mm.cols}];
+  }
+  return out;
+}
+
+double elementwise_bytes(const Op& op) {
+  const std::int64_t n = elements(op.regions);
+  switch (op.kind) {
+    case OpKind::momentum: return CostModel::momentum_bytes(n);
+    case OpKind::muon_update: return CostModel::muon_update_bytes(n);
+    case OpKind::adamw: return CostModel::adamw_bytes(n);
+    default: return 0;
+  }
+}
+
+// Arithmetic per element of the fused elementwise passes (a multiply-add counts 2): momentum
+// lerp + nesterov lerp; decay and scaled add; AdamW's two moment updates, sqrt, divide, decay.
+double elementwise_flops(const Op& op) {
+  const double n = double(elements(op.regions));
+  switch (op.kind) {
+    case OpKind::momentum: return 4 * n;
+    case OpKind::muon_update: return 3 * n;
+    case OpKind::adamw: return 12 * n;
+    default: return 0;
+  }
+}
+
+double payload_bytes(const Op& op, int rank, int bytes_per_element) {
+  std::int64_t n = 0;
+  switch (op.kind) {
+    case OpKind::broadcast:
+    case OpKind::reduce:
+    case OpKind::all_reduce: n = elements(op.regions); break;
+    case OpKind::all_gather:
+    case OpKind::reduce_scatter: n = elements(op.parts); break;
+    case OpKind::all_to_all:
+      for (const Transfer& t : op.transfers) {
+        if (t.src == rank) n += t.from.count;
+      }
+      break;
+    default: break;
+  }
+  return double(n) * bytes_per_element;
+}
+
+// Every region an elementwise op names lies inside its parameter: a count from a wrong region
+// would price work that does not exist.
+void check_regions(const Op& op, const ModelSpec& model, std::size_t rank) {
+  for (const Region& r : op.regions) {
+    if (r.param >= model.params.size() || r.offset < 0 || r.count < 0 ||
+        r.offset + r.count > model.params[r.param].numel()) {
+      throw Error("plan cost: rank " + std::to_string(rank) + " op '" + op.label + "' names a region outside its parameter");
+    }
+  }
+}
+
+}  // namespace
+
+void annotate_plan(Plan& plan, const ModelSpec& model, const Routing& routing, const OptimizerConfig& optimizer) {
+  const NsConfig& ns = optimizer.muon.ns;
+  const NsKernel kernel = ns_kernel_of(ns);
+  for (std::size_t r = 0; r < plan.ranks.size(); ++r) {
+    for (Op& op : plan.ranks[r]) {
+      if (is_collective(op.kind)) {
+        op.payload_bytes = payload_bytes(op, static_cast<int>(r), plan.bytes_per_element);
+        continue;
+      }
+      if (op.kind == OpKind::newton_schulz) {
+        op.flops = 0;
+        op.memory_bytes = 0;
+        for (const auto& [shape, count] : shapes_of(op, routing)) {
+          op.flops += count * ns_flops(kernel, shape.first, shape.second, ns.steps, ns.restarts);
+          // Reads the 16-bit input and writes the 16-bit output once; intermediates are m x m
+          // or m x n per iteration and live in the workspace (counted in flops, not here).
+          op.memory_bytes += count * 2.0 * 2.0 * double(shape.first) * double(shape.second);
+        }
+        continue;
+      }
+      check_regions(op, model, r);
+      op.flops = elementwise_flops(op);
+      op.memory_bytes = elementwise_bytes(op);
+    }
+  }
+}
+
+double compute_op_seconds(const Op& op, const Routing& routing, const OptimizerConfig& optimizer,
+                          const CostModel& cost) {
+  if (is_collective(op.kind)) {
+    throw Error("compute_op_seconds: op '" + op.label + "' is a collective (" + std::string(to_string(op.kind)) + ")");
+  }
+  if (op.kind == OpKind::newton_schulz) {
+    const NsConfig& ns = optimizer.muon.ns;
+    double seconds = 0;
+    for (const auto& [shape, count] : shapes_of(op, routing)) {
+      seconds += cost.ns_seconds(shape.first, shape.second, ns_kernel_of(ns), ns.compute_dtype, ns.steps, ns.restarts,
+                                 count);
+    }
+    return seconds;
+  }
+  const ElementwiseKind kind = op.kind == OpKind::momentum      ? ElementwiseKind::momentum
+                               : op.kind == OpKind::muon_update ? ElementwiseKind::muon_update
+                                                                : ElementwiseKind::adamw;
+  return cost.elementwise_seconds(elementwise_bytes(op), kind);
+}
+
+double collective_payload_bytes(const Plan& plan, int rank, const Phase* phase) {
+  double bytes = 0;
+  for (const Op& op : plan.ranks.at(static_cast<std::size_t>(rank))) {
+    if (!is_collective(op.kind) || (phase && op.phase != *phase)) continue;
+    bytes += payload_bytes(op, rank, plan.bytes_per_element);
+  }
+  return bytes;
+}
+
+}  // namespace dmuon

@@ -1,0 +1,29 @@
+// What each op of a Plan costs: the work a compute op does (flops, device-memory bytes) and the
+// bytes a collective carries, and the seconds a compute op takes under a CostModel. Executors
+// that predict (the simulator) and executors that measure (the NCCL bench) read the same numbers.
+#pragma once
+#include "core/calibration.hpp"
+#include "core/model_spec.hpp"
+#include "core/optimizer_config.hpp"
+#include "core/plan.hpp"
+#include "core/routing.hpp"
+
+namespace dmuon {
+
+// Fills op.flops and op.memory_bytes of every compute op and op.payload_bytes of every
+// collective, on every rank. payload_bytes is the size nccl-tests reports for the call:
+// broadcast/reduce/all_reduce: the buffer; all_gather: the gathered output; reduce_scatter: the
+// input of all parts; all_to_all: the bytes this rank sends.
+void annotate_plan(Plan& plan, const ModelSpec& model, const Routing& routing, const OptimizerConfig& optimizer);
+
+// Seconds one compute op takes on one GPU: Newton-Schulz through CostModel::ns_time (one batched
+// call per shape among op.matrices), elementwise ops through CostModel::elementwise_seconds with
+// the bytes annotate_plan counts. Throws dmuon::Error for a collective.
+double compute_op_seconds(const Op& op, const Routing& routing, const OptimizerConfig& optimizer,
+                          const CostModel& cost);
+
+// Bytes a collective op moves per rank on the wire, summed over all of a rank's ops of `phase`
+// (or every phase when `phase` is null): the "traffic a strategy adds" figure of reports.
+double collective_payload_bytes(const Plan& plan, int rank, const Phase* phase = nullptr);
+
+}  // namespace dmuon

@@ -1,0 +1,54 @@
+#include "core/step_planner.hpp"
+
+#include <limits>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/plan_cost.hpp"
+
+namespace dmuon {
+namespace {
+
+int checked_int(std::int64_t value, const std::string& key) {
+  if (value < 1 || value > std::numeric_limits<int>::max()) {
+    throw Error(key + ": must be in [1, " + std::to_string(std::numeric_limits<int>::max()) + "], got " +
+                std::to_string(value));
+  }
+  return static_cast<int>(value);
+}
+
+}  // namespace
+
+Mesh mesh_for_cluster(const ClusterSpec& cluster) {
+  const int nodes = checked_int(cluster.nodes, "cluster.nodes");
+  const int gpus = checked_int(cluster.gpus_per_node, "cluster.gpus_per_node");
+  return make_mesh(nodes, gpus, "cluster");
+}
+
+StepPlan plan_step(const ModelSpec& model, const Routing& routing, const OptimizerConfig& optimizer,
+                   Strategy strategy, const Mesh& mesh, const CostModel& cost, const StepPlanOptions& options) {
+  StepPlan out;
+  out.strategy = strategy;
+  out.mesh = mesh;
+  std::vector<int> owner;
+  if (strategy == Strategy::dedicated || strategy == Strategy::zero1_a2a) {
+    AssignmentOptions a;
+    a.ranks = strategy == Strategy::dedicated ? mesh.world() : mesh.shard;
+    a.algorithm = options.owner_algorithm;
+    a.max_batch = options.plan.max_batch;
+    // zero1-a2a owners hold a gathered matrix only while it is orthogonalized: no packing (the
+    // all-to-all already moves each matrix separately) and no standing memory.
+    a.pack_numel_threshold = strategy == Strategy::dedicated ? options.pack_numel_threshold : 0;
+    if (strategy == Strategy::dedicated && options.owner_memory_capacity_bytes) {
+      a.memory_capacity_bytes.assign(static_cast<std::size_t>(a.ranks), *options.owner_memory_capacity_bytes);
+    }
+    out.assignment = assign_owners(routing.muon_matrices, ns_batch_cost(cost, optimizer.muon.ns), a);
+    owner = out.assignment->owner_of_matrix;
+  }
+  out.plan = build_plan(strategy, model, routing, mesh, owner, options.plan);
+  out.plan.validate(model, routing);
+  annotate_plan(out.plan, model, routing, optimizer);
+  return out;
+}
+
+}  // namespace dmuon

@@ -1,0 +1,47 @@
+// From a scenario's pieces to the Plan an executor runs: owners for the strategies that have
+// them (balanced by the cost model), the strategy's builder, and the cost annotations. The one
+// path the CPU interpreter, the NCCL executor and the simulator all take, so they run the same
+// Plan for the same inputs.
+#pragma once
+#include <cstdint>
+#include <optional>
+
+#include "core/calibration.hpp"
+#include "core/mesh.hpp"
+#include "core/optimizer_config.hpp"
+#include "core/owner_assignment.hpp"
+#include "core/plan.hpp"
+#include "core/plan_builders.hpp"
+#include "core/routing.hpp"
+#include "core/scenario.hpp"
+
+namespace dmuon {
+
+struct StepPlanOptions {
+  OwnerAlgorithm owner_algorithm = OwnerAlgorithm::refined;
+  PlanOptions plan;  // buckets, chunks, max_batch (also the owner assignment's batch limit)
+  // DMuon packs a layer's matrices below this many elements into one owner unit (dedicated only).
+  std::int64_t pack_numel_threshold = 5'000'000;
+  // Bytes each rank may hold as a dedicated owner; none = unlimited.
+  std::optional<double> owner_memory_capacity_bytes;
+};
+
+struct StepPlan {
+  Strategy strategy = Strategy::dedicated;
+  Mesh mesh;
+  Plan plan;
+  // dedicated: over all ranks; zero1-a2a: over the shard indices of one replica. Empty otherwise.
+  std::optional<Assignment> assignment;
+};
+
+// One node: a 1-D mesh of its GPUs. Several nodes: HSDP, replicate = nodes, shard = GPUs per
+// node (FSDP inside a node over NVLink, replicas across the network). Throws dmuon::Error naming
+// cluster.nodes or cluster.gpus_per_node when a size is not positive or too large.
+Mesh mesh_for_cluster(const ClusterSpec& cluster);
+
+// Builds, validates and annotates the Plan of `strategy`. Throws dmuon::Error (owner assignment
+// errors such as a matrix that fits no rank's memory, plan validation errors).
+StepPlan plan_step(const ModelSpec& model, const Routing& routing, const OptimizerConfig& optimizer,
+                   Strategy strategy, const Mesh& mesh, const CostModel& cost, const StepPlanOptions& options = {});
+
+}  // namespace dmuon

@@ -1,0 +1,138 @@
+// The scenario-to-Plan path every executor takes: meshes from clusters, owners balanced by the
+// cost model, and the per-op cost annotations (flops, bytes) that predictions and reports use.
+#include <cmath>
+#include <string>
+
+#include "catch_compat.hpp"
+#include "core/device_profile.hpp"
+#include "core/error.hpp"
+#include "core/model_yaml.hpp"
+#include "core/ns_flops.hpp"
+#include "core/plan_cost.hpp"
+#include "core/step_planner.hpp"
+
+using namespace dmuon;
+
+namespace {
+
+struct Fixture {
+  ModelSpec model = load_model_file(std::string(DMUON_SOURCE_DIR) + "/scenarios/models/qwen2-0.5b.yaml");
+  Routing routing = route_parameters(model, {});
+  OptimizerConfig optimizer = optimizer_preset("dmuon");
+  CostModel cost{device_profile("h100-sxm")};
+};
+
+double total_ns_flops(const Plan& plan) {
+  double flops = 0;
+  for (const auto& ops : plan.ranks) {
+    for (const Op& op : ops) flops += op.kind == OpKind::newton_schulz ? op.flops : 0;
+  }
+  return flops;
+}
+
+double each_matrix_once_flops(const Fixture& f) {
+  const NsConfig& ns = f.optimizer.muon.ns;
+  double flops = 0;
+  for (const MuonMatrix& m : f.routing.muon_matrices) {
+    flops += ns_flops(ns_kernel_of(ns), m.rows, m.cols, ns.steps, ns.restarts);
+  }
+  return flops;
+}
+
+}  // namespace
+
+TEST_CASE("clusters map to 1-D and HSDP meshes; bad sizes name the key", "[planner]") {
+  ClusterSpec one;
+  one.nodes = 1;
+  one.gpus_per_node = 8;
+  CHECK(mesh_for_cluster(one).to_string() == "8");
+  ClusterSpec many = one;
+  many.nodes = 16;
+  const Mesh m = mesh_for_cluster(many);
+  CHECK(m.replicate == 16);
+  CHECK(m.shard == 8);
+  ClusterSpec bad = one;
+  bad.nodes = 0;
+  CHECK_THROWS_WITH(mesh_for_cluster(bad), Catch::Contains("cluster.nodes"));
+  bad = one;
+  bad.gpus_per_node = -2;
+  CHECK_THROWS_WITH(mesh_for_cluster(bad), Catch::Contains("cluster.gpus_per_node"));
+}
+
+TEST_CASE("Newton-Schulz runs once per matrix for owner strategies, on every rank otherwise", "[planner]") {
+  Fixture f;
+  const Mesh mesh = make_mesh(1, 8, "test");
+  const double once = each_matrix_once_flops(f);
+  REQUIRE(once > 0);
+  for (Strategy s : all_strategies()) {
+    INFO(to_string(s));
+    const StepPlan sp = plan_step(f.model, f.routing, f.optimizer, s, mesh, f.cost);
+    const double flops = total_ns_flops(sp.plan);
+    switch (s) {
+      case Strategy::adamw: CHECK(flops == 0); break;
+      case Strategy::ddp_redundant:
+      case Strategy::fsdp_gather: CHECK(flops == Approx(8 * once).epsilon(1e-12)); break;
+      case Strategy::zero1_a2a:
+      case Strategy::dedicated: CHECK(flops == Approx(once).epsilon(1e-12)); break;
+    }
+    CHECK(sp.assignment.has_value() == (s == Strategy::dedicated || s == Strategy::zero1_a2a));
+  }
+}
+
+TEST_CASE("dedicated owners come from the balanced assignment", "[planner]") {
+  Fixture f;
+  const Mesh mesh = make_mesh(1, 8, "test");
+  const StepPlan sp = plan_step(f.model, f.routing, f.optimizer, Strategy::dedicated, mesh, f.cost);
+  REQUIRE(sp.assignment);
+  CHECK(sp.plan.matrix_owner == sp.assignment->owner_of_matrix);
+  // Qwen2-0.5B packs into 24 layer units (every matrix is under DMuon's 5M-element threshold):
+  // 3 identical units a rank, so the owners are balanced exactly.
+  CHECK(sp.assignment->units == 24);
+  CHECK(sp.assignment->imbalance() < 1e-9);
+  // The per-rank NS seconds the plan implies equal the assignment's loads.
+  for (int r = 0; r < mesh.world(); ++r) {
+    double seconds = 0;
+    for (const Op& op : sp.plan.ranks[static_cast<std::size_t>(r)]) {
+      if (op.kind == OpKind::newton_schulz) seconds += compute_op_seconds(op, f.routing, f.optimizer, f.cost);
+    }
+    CHECK(seconds == Approx(sp.assignment->load_seconds[static_cast<std::size_t>(r)]).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("collective payloads follow nccl-tests' size convention", "[planner]") {
+  Fixture f;
+  const Mesh mesh = make_mesh(1, 4, "test");
+  const double all_params_bytes = 2.0 * double(f.model.total_params());
+  const Phase optimizer = Phase::optimizer;
+  const StepPlan ddp = plan_step(f.model, f.routing, f.optimizer, Strategy::ddp_redundant, mesh, f.cost);
+  // DDP all-reduces every gradient once.
+  CHECK(collective_payload_bytes(ddp.plan, 0) == Approx(all_params_bytes));
+  const StepPlan fsdp = plan_step(f.model, f.routing, f.optimizer, Strategy::adamw, mesh, f.cost);
+  // FSDP2: all-gather of every parameter plus reduce-scatter of every gradient.
+  CHECK(collective_payload_bytes(fsdp.plan, 0) == Approx(2 * all_params_bytes));
+  const StepPlan dedicated = plan_step(f.model, f.routing, f.optimizer, Strategy::dedicated, mesh, f.cost);
+  // DMuon adds no optimizer-phase traffic, and its forward/backward traffic is FSDP2's.
+  for (int r = 0; r < mesh.world(); ++r) {
+    CHECK(collective_payload_bytes(dedicated.plan, r, &optimizer) == 0);
+    CHECK(collective_payload_bytes(dedicated.plan, r) <= collective_payload_bytes(fsdp.plan, r));
+  }
+  const StepPlan gather = plan_step(f.model, f.routing, f.optimizer, Strategy::fsdp_gather, mesh, f.cost);
+  CHECK(collective_payload_bytes(gather.plan, 0, &optimizer) == Approx(2.0 * double(f.routing.muon_numel)));
+}
+
+TEST_CASE("elementwise ops are priced by the bytes they move", "[planner]") {
+  Fixture f;
+  const StepPlan sp = plan_step(f.model, f.routing, f.optimizer, Strategy::adamw, make_mesh(1, 1, "test"), f.cost);
+  double bytes = 0, seconds = 0;
+  for (const Op& op : sp.plan.ranks[0]) {
+    if (op.kind != OpKind::adamw) continue;
+    bytes += op.memory_bytes;
+    seconds += compute_op_seconds(op, f.routing, f.optimizer, f.cost);
+  }
+  CHECK(bytes == Approx(CostModel::adamw_bytes(f.model.total_params())));
+  CHECK(seconds >= bytes / (f.cost.hbm_GBps() * 1e9));
+  Op collective;
+  collective.kind = OpKind::all_reduce;
+  collective.label = "x";
+  CHECK_THROWS_WITH(compute_op_seconds(collective, f.routing, f.optimizer, f.cost), Catch::Contains("collective"));
+}
