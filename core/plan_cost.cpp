@@ -48,7 +48,9 @@ double elementwise_flops(const Op& op) {
   }
 }
 
-double payload_bytes(const Op& op, int rank, int bytes_per_element) {
+}  // namespace
+
+double collective_payload_bytes(const Op& op, int rank, int bytes_per_element) {
   std::int64_t n = 0;
   switch (op.kind) {
     case OpKind::broadcast:
@@ -65,6 +67,8 @@ double payload_bytes(const Op& op, int rank, int bytes_per_element) {
   }
   return double(n) * bytes_per_element;
 }
+
+namespace {
 
 // Every region an elementwise op names lies inside its parameter: a count from a wrong region
 // would price work that does not exist.
@@ -85,7 +89,7 @@ void annotate_plan(Plan& plan, const ModelSpec& model, const Routing& routing, c
   for (std::size_t r = 0; r < plan.ranks.size(); ++r) {
     for (Op& op : plan.ranks[r]) {
       if (is_collective(op.kind)) {
-        op.payload_bytes = payload_bytes(op, static_cast<int>(r), plan.bytes_per_element);
+        op.payload_bytes = collective_payload_bytes(op, static_cast<int>(r), plan.bytes_per_element);
         continue;
       }
       if (op.kind == OpKind::newton_schulz) {
@@ -130,7 +134,7 @@ double collective_payload_bytes(const Plan& plan, int rank, const Phase* phase) 
   double bytes = 0;
   for (const Op& op : plan.ranks.at(static_cast<std::size_t>(rank))) {
     if (!is_collective(op.kind) || (phase && op.phase != *phase)) continue;
-    bytes += payload_bytes(op, rank, plan.bytes_per_element);
+    bytes += collective_payload_bytes(op, rank, plan.bytes_per_element);
   }
   return bytes;
 }

@@ -22,6 +22,9 @@ void annotate_plan(Plan& plan, const ModelSpec& model, const Routing& routing, c
 double compute_op_seconds(const Op& op, const Routing& routing, const OptimizerConfig& optimizer,
                           const CostModel& cost);
 
+// The payload of one collective op on `rank` (the convention of annotate_plan); 0 for compute.
+double collective_payload_bytes(const Op& op, int rank, int bytes_per_element);
+
 // Bytes a collective op moves per rank on the wire, summed over all of a rank's ops of `phase`
 // (or every phase when `phase` is null): the "traffic a strategy adds" figure of reports.
 double collective_payload_bytes(const Plan& plan, int rank, const Phase* phase = nullptr);

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "core/model_spec.hpp"
+#include "core/plan_cost.hpp"
 #include "core/routing.hpp"
 
 namespace dmuon {
@@ -30,24 +31,6 @@ std::string deps_string(const std::vector<int>& deps) {
 }
 
 }  // namespace
-
-double collective_payload_bytes(const Op& op, int rank, int bytes_per_element) {
-  std::int64_t n = 0;
-  switch (op.kind) {
-    case OpKind::broadcast:
-    case OpKind::reduce:
-    case OpKind::all_reduce: n = elements(op.regions); break;
-    case OpKind::all_gather:
-    case OpKind::reduce_scatter: n = elements(op.parts); break;
-    case OpKind::all_to_all:
-      for (const auto& t : op.transfers) {
-        if (t.src == rank || t.dst == rank) n += t.from.count;
-      }
-      break;
-    default: break;
-  }
-  return static_cast<double>(n) * bytes_per_element;
-}
 
 void print_plan(std::ostream& out, const Plan& plan, const ModelSpec& model, const Routing& routing,
                 int max_ops_per_rank) {
