@@ -13,8 +13,7 @@
 #include "core/plan_builders.hpp"
 #include "core/routing.hpp"
 #include "core/yaml_reader.hpp"
-#include "reference/adamw_step.hpp"
-#include "reference/muon_step.hpp"
+#include "reference/model_step.hpp"
 #include "reference/plan_interpreter.hpp"
 
 using namespace dmuon;
@@ -22,7 +21,6 @@ using dmuon::ref::PlanInterpreter;
 using dmuon::ref::Rounding;
 using Params = std::vector<Eigen::VectorXd>;
 using RankParams = std::vector<Params>;  // [rank][param]
-using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 namespace {
 
@@ -70,51 +68,6 @@ RankParams random_grads(const ModelSpec& model, int world, unsigned seed) {
   return out;
 }
 
-// The single-device step a plan must reproduce: the mean of the ranks' gradients (summed in rank
-// order, then divided), then Muon per matrix (each expert on its own) or AdamW per parameter.
-class SingleDevice {
- public:
-  SingleDevice(const ModelSpec& model, const Routing& routing, const OptimizerConfig& config, bool all_adamw,
-               Params initial, Rounding rounding)
-      : params(std::move(initial)), routing_(routing), config_(config), all_adamw_(all_adamw), rounding_(rounding),
-        muon_(routing.muon_matrices.size()), adamw_(model.params.size()) {}
-
-  void step(const RankParams& grads) {
-    Params mean;
-    for (std::size_t p = 0; p < params.size(); ++p) {
-      Eigen::VectorXd sum = grads[0][p];
-      for (std::size_t r = 1; r < grads.size(); ++r) sum += grads[r][p];
-      mean.push_back(sum / static_cast<double>(grads.size()));
-    }
-    for (std::size_t p = 0; p < params.size(); ++p) {
-      if (!all_adamw_ && routing_.per_param[p] == Update::muon) continue;
-      Eigen::MatrixXd W = params[p];
-      ref::adamw_step(W, Eigen::MatrixXd(mean[p]), adamw_[p], config_.adamw, rounding_);
-      params[p] = W;
-    }
-    if (all_adamw_) return;
-    for (std::size_t m = 0; m < routing_.muon_matrices.size(); ++m) {
-      const MuonMatrix& mm = routing_.muon_matrices[m];
-      const Region region = matrix_region(routing_, m);
-      Eigen::Map<RowMajor> w(params[mm.param].data() + region.offset, mm.rows, mm.cols);
-      Eigen::MatrixXd W = w;
-      const Eigen::MatrixXd G = Eigen::Map<const RowMajor>(mean[mm.param].data() + region.offset, mm.rows, mm.cols);
-      ref::muon_step(W, G, muon_[m], config_.muon, rounding_);
-      w = W;
-    }
-  }
-
-  Params params;
-
- private:
-  const Routing& routing_;
-  OptimizerConfig config_;
-  bool all_adamw_;
-  Rounding rounding_;
-  std::vector<ref::MuonState> muon_;
-  std::vector<ref::AdamWState> adamw_;
-};
-
 bool bitwise_equal(const Eigen::VectorXd& a, const Eigen::VectorXd& b) {
   return a.size() == b.size() && (a.array() == b.array()).all();
 }
@@ -131,7 +84,7 @@ void check_strategy(Strategy s, const Mesh& mesh, const std::string& preset, Rou
   const auto config = optimizer_preset(preset);
   const Params initial = random_params(model, 7);
   PlanInterpreter interpreter(build(s, model, routing, mesh), model, routing, config, rounding, initial);
-  SingleDevice reference(model, routing, config, s == Strategy::adamw, initial, rounding);
+  ref::ModelStep reference(model, routing, config, s == Strategy::adamw, initial, rounding);
   for (unsigned step = 1; step <= 2; ++step) {
     const RankParams grads = random_grads(model, mesh.world(), step);
     interpreter.step(grads);
@@ -143,15 +96,15 @@ void check_strategy(Strategy s, const Mesh& mesh, const std::string& preset, Rou
   for (std::size_t p = 0; p < model.params.size(); ++p) {
     INFO(to_string(s) << " on mesh " << mesh.to_string() << ", preset " << preset << ", parameter "
                       << model.params[p].name);
-    REQUIRE(relative_difference(reference.params[p], initial[p]) > 1e-6);  // the step changed it
+    REQUIRE(relative_difference(reference.params()[p], initial[p]) > 1e-6);  // the step changed it
     for (std::size_t r = 0; r < got.size(); ++r) {
       INFO("rank " << r);
       CHECK(bitwise_equal(got[r][p], got[0][p]));
     }
     if (bitwise && routing.per_param[p] == Update::muon) {
-      CHECK(bitwise_equal(got[0][p], reference.params[p]));
+      CHECK(bitwise_equal(got[0][p], reference.params()[p]));
     } else {
-      CHECK(relative_difference(got[0][p], reference.params[p]) <= 1e-12);
+      CHECK(relative_difference(got[0][p], reference.params()[p]) <= 1e-12);
     }
   }
 }
@@ -338,11 +291,11 @@ TEST_CASE("broken plans end in a clear error within seconds", "[interpreter]") {
     erase_op(bad, 0, ns);
     const Outcome f = run_two_steps(bad);
     CHECK(f.message == "(no error)");
-    SingleDevice reference(model, routing, optimizer_preset("torch"), false, random_params(model, 7), Rounding::exact);
+    ref::ModelStep reference(model, routing, optimizer_preset("torch"), false, random_params(model, 7), Rounding::exact);
     for (unsigned step = 1; step <= 2; ++step) reference.step(random_grads(model, 3, step));
     const std::size_t param = routing.muon_matrices[lost].param;
     REQUIRE(f.params.size() == 3);
-    CHECK(relative_difference(f.params[1][param], reference.params[param]) > 1e-6);
+    CHECK(relative_difference(f.params[1][param], reference.params()[param]) > 1e-6);
     CHECK_THAT(validate_error(bad, model, routing), Catch::Contains("has no Newton-Schulz (no owner)"));
   }
   SECTION("a collective region outside its parameter on every rank") {
