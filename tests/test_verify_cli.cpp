@@ -56,3 +56,32 @@ TEST_CASE("--list names cases without running them", "[cli]") {
   CHECK(o.output.find("ns/mlp-class-512x1376/dmuon") != std::string::npos);
   CHECK(o.output.find("passed") == std::string::npos);
 }
+
+TEST_CASE("--world runs every strategy's plan on CPU ranks against the single-device reference", "[cli][distributed]") {
+  const auto o = run("--suite none --world 3");
+  CHECK(o.exit_code == 0);
+  for (const char* strategy : {"adamw", "ddp-redundant", "fsdp-gather", "zero1-a2a", "dedicated"}) {
+    INFO(strategy);
+    CHECK(o.output.find(std::string("PASS  dist/") + strategy + "/mesh3/dmuon/ranks-agree") != std::string::npos);
+  }
+  // dedicated on a 1-D mesh reduces in rank order: bitwise equal to the reference.
+  const auto line = o.output.find("PASS  dist/dedicated/mesh3/torch/muon-vs-single-device");
+  REQUIRE(line != std::string::npos);
+  CHECK(o.output.find("bitwise", line) < o.output.find('\n', line));
+  CHECK(o.output.find("0 failed") != std::string::npos);
+}
+
+TEST_CASE("--mesh and --print-plan reject bad values with one line", "[cli][distributed]") {
+  auto o = run("--suite none --mesh 2x");
+  CHECK(o.exit_code == 2);
+  CHECK(o.output.find("--mesh: expected REPLICATExSHARD") != std::string::npos);
+  o = run("--suite none --mesh 2x2 --world 4");
+  CHECK(o.exit_code == 2);
+  CHECK(o.output.find("give one of them") != std::string::npos);
+  o = run("--print-plan fastest");
+  CHECK(o.exit_code == 2);
+  CHECK(o.output.find("--print-plan") != std::string::npos);
+  o = run("--print-plan dedicated --world 2 --print-ops 3");
+  CHECK(o.exit_code == 0);
+  CHECK(o.output.find("plan dedicated on mesh 2") != std::string::npos);
+}
