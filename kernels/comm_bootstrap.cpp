@@ -1,0 +1,124 @@
+#include "kernels/comm_bootstrap.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include <cuda_runtime_api.h>
+
+#include "core/error.hpp"
+#include "kernels/comm_check.hpp"
+#include "kernels/cuda_check.hpp"
+
+namespace dmuon::comm {
+namespace {
+
+int env_int(const char* name, int fallback, bool& present) {
+  const char* v = std::getenv(name);
+  present = v != nullptr && *v != '\0';
+  if (!present) return fallback;
+  char* end = nullptr;
+  const long x = std::strtol(v, &end, 10);
+  if (*end != '\0' || x < 0 || x > 1 << 20) throw Error(std::string(name) + ": expected a non-negative integer, got '" + v + "'");
+  return static_cast<int>(x);
+}
+
+}  // namespace
+
+bool identity_from_env(RankIdentity& out) {
+  bool has_rank = false, has_world = false, has_device = false;
+  const int rank = env_int("DMUON_RANK", 0, has_rank);
+  if (!has_rank) return false;
+  const int world = env_int("DMUON_WORLD", 1, has_world);
+  if (!has_world || world < 1) throw Error("DMUON_WORLD: must be set to the number of ranks (>= 1) with DMUON_RANK");
+  if (rank >= world) throw Error("DMUON_RANK: " + std::to_string(rank) + " is not below DMUON_WORLD " + std::to_string(world));
+  int devices = 0;
+  DMUON_CUDA_CHECK(cudaGetDeviceCount(&devices));
+  const int device = env_int("DMUON_DEVICE", devices > 0 ? rank % devices : 0, has_device);
+  if (device >= devices) throw Error("DMUON_DEVICE: device " + std::to_string(device) + " of " + std::to_string(devices));
+  out = {rank, world, device};
+  return true;
+}
+
+ncclUniqueId unique_id_via_file(const RankIdentity& me, const std::string& path, double timeout_seconds) {
+  ncclUniqueId id;
+  if (me.rank == 0) {
+    DMUON_NCCL_CHECK(ncclGetUniqueId(&id));
+    const std::string tmp = path + ".tmp";
+    {
+      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+      f.write(reinterpret_cast<const char*>(&id), sizeof id);
+      if (!f) throw Error("rank 0: cannot write the NCCL id file '" + tmp + "'");
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) throw Error("rank 0: cannot rename '" + tmp + "' to '" + path + "'");
+    return id;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+  while (true) {
+    std::ifstream f(path, std::ios::binary);
+    if (f && f.read(reinterpret_cast<char*>(&id), sizeof id) && f.gcount() == sizeof id) return id;
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw Error("rank " + std::to_string(me.rank) + ": no NCCL id file '" + path + "' from rank 0 after " +
+                  std::to_string(timeout_seconds) + " s");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+std::vector<std::string> run_local_ranks(int world,
+                                         const std::function<void(RankComms&, std::atomic<bool>&)>& body) {
+  int devices = 0;
+  DMUON_CUDA_CHECK(cudaGetDeviceCount(&devices));
+  if (world < 1 || world > devices) {
+    throw Error("single-process mode: " + std::to_string(world) + " ranks need as many GPUs, " +
+                std::to_string(devices) + " visible");
+  }
+  ncclUniqueId id;
+  DMUON_NCCL_CHECK(ncclGetUniqueId(&id));
+  std::vector<std::string> errors(static_cast<std::size_t>(world));
+  std::atomic<bool> peer_failed{false};
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        RankComms comms(r, world, r, id);
+        try {
+          body(comms, peer_failed);
+        } catch (...) {
+          comms.abort_all();  // a failed rank must not leave peers waiting on its communicators
+          throw;
+        }
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(r)] = e.what();
+        peer_failed = true;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return errors;
+}
+
+std::vector<double> all_gather_values(RankComms& comms, const std::vector<double>& values) {
+  const std::size_t n = values.size();
+  std::vector<double> out(n * static_cast<std::size_t>(comms.world()));
+  if (n == 0) return out;
+  DMUON_CUDA_CHECK(cudaSetDevice(comms.device()));
+  double* dev = nullptr;
+  DMUON_CUDA_CHECK(cudaMalloc(&dev, out.size() * sizeof(double)));
+  try {
+    const std::size_t mine = n * static_cast<std::size_t>(comms.rank());
+    DMUON_CUDA_CHECK(cudaMemcpy(dev + mine, values.data(), n * sizeof(double), cudaMemcpyHostToDevice));
+    DMUON_NCCL_CHECK(ncclAllGather(dev + mine, dev, n, ncclFloat64, comms.world_comm(), cudaStreamPerThread));
+    DMUON_CUDA_CHECK(cudaStreamSynchronize(cudaStreamPerThread));
+    DMUON_CUDA_CHECK(cudaMemcpy(out.data(), dev, out.size() * sizeof(double), cudaMemcpyDeviceToHost));
+  } catch (...) {
+    (void)cudaFree(dev);
+    throw;
+  }
+  DMUON_CUDA_CHECK(cudaFree(dev));
+  return out;
+}
+
+}  // namespace dmuon::comm

@@ -1,0 +1,242 @@
+#include "kernels/nccl_executor.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <tuple>
+
+#include "core/error.hpp"
+#include "core/plan_writer.hpp"
+#include "kernels/cuda_check.hpp"
+#include "kernels/executor_collectives.hpp"
+
+namespace dmuon::exec {
+namespace {
+
+std::size_t at(int i) { return static_cast<std::size_t>(i); }
+
+unsigned phase_bit(Phase p) {
+  switch (p) {
+    case Phase::forward: return kForward;
+    case Phase::backward: return kBackward;
+    case Phase::optimizer: return kOptimizer;
+  }
+  return 0;
+}
+
+// Ops on the other stream each op must wait for: its Plan dependencies there, and, for every
+// (parameter, buffer) it writes, the last op there that read or wrote it (the Plan records only
+// last writers; a write must also wait for earlier readers on the other stream).
+std::vector<std::vector<int>> cross_stream_waits(const std::vector<Op>& ops, const Routing& routing) {
+  using Key = std::tuple<std::size_t, BufferKind, StreamKind>;
+  std::map<Key, int> last_access;
+  std::vector<std::vector<int>> waits(ops.size());
+  for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+    const Op& op = ops[at(i)];
+    const StreamKind other = op.stream == StreamKind::compute ? StreamKind::comm : StreamKind::compute;
+    std::set<int> w;
+    for (int d : op.deps) {
+      if (d >= 0 && d < i && ops[at(d)].stream != op.stream) w.insert(d);
+    }
+    const auto params = params_touched(op, routing);
+    for (std::size_t p : params) {
+      for (BufferKind b : buffers_written(op)) {
+        const auto it = last_access.find({p, b, other});
+        if (it != last_access.end()) w.insert(it->second);
+      }
+    }
+    for (std::size_t p : params) {
+      for (BufferKind b : buffers_read(op)) last_access[{p, b, op.stream}] = i;
+      for (BufferKind b : buffers_written(op)) last_access[{p, b, op.stream}] = i;
+    }
+    waits[at(i)].assign(w.begin(), w.end());
+  }
+  return waits;
+}
+
+cudaEvent_t new_event() {
+  cudaEvent_t e = nullptr;
+  DMUON_CUDA_CHECK(cudaEventCreate(&e));
+  return e;
+}
+
+double elapsed_seconds(cudaEvent_t from, cudaEvent_t to) {
+  float ms = 0;
+  DMUON_CUDA_CHECK(cudaEventElapsedTime(&ms, from, to));
+  return ms * 1e-3;
+}
+
+}  // namespace
+
+struct RankExecutor::Events {
+  std::vector<cudaEvent_t> start, done;  // per op
+  cudaEvent_t t0 = nullptr, compute_end = nullptr, comm_end = nullptr;
+  explicit Events(std::size_t ops) {
+    for (std::size_t i = 0; i < ops; ++i) {
+      start.push_back(new_event());
+      done.push_back(new_event());
+    }
+    t0 = new_event();
+    compute_end = new_event();
+    comm_end = new_event();
+  }
+  ~Events() {
+    for (auto* v : {&start, &done}) {
+      for (cudaEvent_t e : *v) (void)cudaEventDestroy(e);
+    }
+    for (cudaEvent_t e : {t0, compute_end, comm_end}) (void)cudaEventDestroy(e);
+  }
+};
+
+RankExecutor::RankExecutor(comm::RankComms& comms, const Plan& plan, const ModelSpec& model, const Routing& routing,
+                           const OptimizerConfig& config, ExecutorOptions options, const std::atomic<bool>* peer_failed)
+    : comms_(comms), plan_(plan), model_(model), routing_(routing), config_(config), options_(options),
+      peer_failed_(peer_failed) {
+  if (plan.mesh.world() != comms.world() || static_cast<int>(plan.ranks.size()) != comms.world()) {
+    throw Error("rank " + std::to_string(comms.rank()) + ": the plan has " + std::to_string(plan.ranks.size()) +
+                " ranks, the job " + std::to_string(comms.world()));
+  }
+  if (!(options.timeout_seconds > 0)) throw Error("executor: timeout_seconds must be > 0");
+  DMUON_CUDA_CHECK(cudaSetDevice(comms.device()));
+  const auto& ops = plan.ranks[at(comms.rank())];
+  waits_ = cross_stream_waits(ops, routing);
+  buffers_ = std::make_unique<DeviceBuffers>(plan_footprint(plan, comms.rank(), model, routing),
+                                             buffer_types_for(config), comms.rank());
+  int least = 0, greatest = 0;
+  DMUON_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  DMUON_CUDA_CHECK(cudaStreamCreateWithPriority(&compute_, cudaStreamNonBlocking, least));
+  // Communication first: an NCCL kernel waiting behind a long GEMM delays the peer too.
+  DMUON_CUDA_CHECK(cudaStreamCreateWithPriority(&comm_, cudaStreamNonBlocking, greatest));
+  events_ = std::make_unique<Events>(ops.size());
+  compute_runner_ = std::make_unique<ComputeRunner>(model, routing, config, compute_, options.compute);
+  comms_.prepare(plan);
+}
+
+RankExecutor::~RankExecutor() {
+  compute_runner_.reset();
+  events_.reset();
+  if (compute_) (void)cudaStreamDestroy(compute_);
+  if (comm_) (void)cudaStreamDestroy(comm_);
+}
+
+cudaStream_t RankExecutor::stream_of(const Op& op) const { return op.stream == StreamKind::compute ? compute_ : comm_; }
+
+std::string RankExecutor::describe(int index) const {
+  const Op& op = plan_.ranks[at(rank())][at(index)];
+  std::ostringstream s;
+  s << "rank " << rank() << " op " << index << " (" << to_string(op.kind);
+  if (!op.label.empty()) s << " '" << op.label << "'";
+  if (is_collective(op.kind)) s << ", collective " << op.collective;
+  s << ")";
+  return s.str();
+}
+
+void RankExecutor::enqueue(int index, unsigned phases, long adam_step, bool time_ops, int& fused) {
+  const auto& ops = plan_.ranks[at(rank())];
+  const Op& op = ops[at(index)];
+  fused = 1;
+  if (op.kind == OpKind::adamw && options_.fuse_adamw) {
+    while (index + fused < static_cast<int>(ops.size()) && ops[at(index + fused)].kind == OpKind::adamw &&
+           ops[at(index + fused)].stream == op.stream && (phase_bit(ops[at(index + fused)].phase) & phases)) {
+      ++fused;
+    }
+  }
+  cudaStream_t stream = stream_of(op);
+  for (int k = index; k < index + fused; ++k) {
+    for (int w : waits_[at(k)]) {
+      if (w < index && (phase_bit(ops[at(w)].phase) & phases)) DMUON_CUDA_CHECK(cudaStreamWaitEvent(stream, events_->done[at(w)], 0));
+    }
+  }
+  if (time_ops) DMUON_CUDA_CHECK(cudaEventRecord(events_->start[at(index)], stream));
+  const std::string where = describe(index);
+  if (is_collective(op.kind)) {
+    launch_collective(op, plan_, rank(), comms_, *buffers_, stream, where);
+  } else if (fused > 1) {
+    std::vector<const Op*> group;
+    for (int k = index; k < index + fused; ++k) group.push_back(&ops[at(k)]);
+    compute_runner_->launch_adamw(group, *buffers_, adam_step, where + " +" + std::to_string(fused - 1) + " fused");
+  } else {
+    compute_runner_->launch(op, *buffers_, adam_step, where);
+  }
+  for (int k = index; k < index + fused; ++k) DMUON_CUDA_CHECK(cudaEventRecord(events_->done[at(k)], stream));
+}
+
+RunTiming RankExecutor::run(unsigned phases, long adam_step, bool time_ops) {
+  DMUON_CUDA_CHECK(cudaSetDevice(comms_.device()));
+  const auto& ops = plan_.ranks[at(rank())];
+  DMUON_CUDA_CHECK(cudaEventRecord(events_->t0, compute_));
+  DMUON_CUDA_CHECK(cudaStreamWaitEvent(comm_, events_->t0, 0));
+  std::vector<std::pair<int, int>> ran;  // (first op, ops covered)
+  try {
+    for (int i = 0; i < static_cast<int>(ops.size());) {
+      if (!(phase_bit(ops[at(i)].phase) & phases)) {
+        ++i;
+        continue;
+      }
+      if (peer_failed_ && *peer_failed_) fail("a peer rank failed", phases);
+      int fused = 1;
+      enqueue(i, phases, adam_step, time_ops, fused);
+      ran.push_back({i, fused});
+      i += fused;
+    }
+  } catch (const Error& e) {
+    comms_.abort_all();
+    throw Error("rank " + std::to_string(rank()) + ": " + e.what());
+  }
+  DMUON_CUDA_CHECK(cudaEventRecord(events_->comm_end, comm_));
+  DMUON_CUDA_CHECK(cudaEventRecord(events_->compute_end, compute_));
+  wait(phases);
+  RunTiming t;
+  t.seconds = std::max(elapsed_seconds(events_->t0, events_->compute_end), elapsed_seconds(events_->t0, events_->comm_end));
+  if (time_ops) {
+    for (const auto& [i, n] : ran) {
+      const Op& op = ops[at(i)];
+      t.spans.push_back({i, n, op.stream, elapsed_seconds(events_->t0, events_->start[at(i)]),
+                         elapsed_seconds(events_->t0, events_->done[at(i)])});
+    }
+  }
+  return t;
+}
+
+// Polls instead of blocking in cudaEventSynchronize: a kernel waiting for a dead peer never
+// completes, and only a polling host can notice the NCCL error, the peer's failure or the
+// deadline, and abort the communicators so the kernel returns.
+void RankExecutor::wait(unsigned phases) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options_.timeout_seconds);
+  auto sleep = std::chrono::microseconds(20);
+  while (true) {
+    const cudaError_t a = cudaEventQuery(events_->compute_end);
+    const cudaError_t b = cudaEventQuery(events_->comm_end);
+    if (a == cudaSuccess && b == cudaSuccess) return;
+    if ((a != cudaSuccess && a != cudaErrorNotReady) || (b != cudaSuccess && b != cudaErrorNotReady)) {
+      fail(std::string("CUDA error: ") + cudaGetErrorString(a != cudaSuccess && a != cudaErrorNotReady ? a : b), phases);
+    }
+    if (const std::string e = comms_.async_error(); !e.empty()) fail("NCCL error: " + e, phases);
+    if (peer_failed_ && *peer_failed_) fail("a peer rank failed", phases);
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::ostringstream s;
+      s << "timeout after " << options_.timeout_seconds << " s";
+      fail(s.str(), phases);
+    }
+    std::this_thread::sleep_for(sleep);
+    sleep = std::min(sleep * 2, std::chrono::microseconds(1000));
+  }
+}
+
+void RankExecutor::fail(const std::string& cause, unsigned phases) {
+  comms_.abort_all();
+  const auto& ops = plan_.ranks[at(rank())];
+  for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+    if (!(phase_bit(ops[at(i)].phase) & phases)) continue;
+    if (cudaEventQuery(events_->done[at(i)]) != cudaSuccess) {
+      (void)cudaGetLastError();
+      throw Error(describe(i) + " did not complete: " + cause);
+    }
+  }
+  throw Error("rank " + std::to_string(rank()) + ": " + cause);
+}
+
+}  // namespace dmuon::exec

@@ -1,0 +1,91 @@
+// The NCCL executor of a Plan, one object per rank (one process a GPU under MPI, or one thread
+// a GPU in the single-process mode). Each rank has a compute and a communication stream; every
+// op goes on the stream the Plan names, after cudaStreamWaitEvent on the ops it depends on that
+// ran on the other stream (the Plan's read-after-write and write-after-write dependencies, plus
+// the write-after-read ones the executor derives itself), so communication overlaps compute
+// exactly as far as the Plan allows. The host enqueues a whole phase without synchronising,
+// then waits by polling: CUDA events, NCCL asynchronous errors, a peer's failure (single-process
+// mode) and a deadline. Any of those aborts the communicators and throws one dmuon::Error line
+// naming the rank and the earliest op that did not complete.
+#pragma once
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "core/model_spec.hpp"
+#include "core/optimizer_config.hpp"
+#include "core/plan.hpp"
+#include "core/routing.hpp"
+#include "kernels/comm_world.hpp"
+#include "kernels/executor_buffers.hpp"
+#include "kernels/executor_compute.hpp"
+
+namespace dmuon::exec {
+
+struct ExecutorOptions {
+  double timeout_seconds = 300;  // one run() (a phase) longer than this is a hang: abort
+  ComputeOptions compute;
+  bool fuse_adamw = true;        // consecutive adamw ops as one multi-tensor launch
+};
+
+// When one op ran, in seconds from the start of its run() on this rank (CUDA events).
+struct OpSpan {
+  int op = 0;           // index into the rank's op list
+  int fused_ops = 1;    // > 1: this span covers op..op+fused_ops-1 (a fused AdamW launch)
+  StreamKind stream = StreamKind::compute;
+  double start_seconds = 0, end_seconds = 0;
+};
+
+struct RunTiming {
+  double seconds = 0;         // run start to the end of its last op on this rank
+  std::vector<OpSpan> spans;  // filled when run() was asked to time ops
+};
+
+enum PhaseMask : unsigned { kForward = 1, kBackward = 2, kOptimizer = 4, kAllPhases = 7 };
+
+class RankExecutor {
+ public:
+  // Allocates this rank's buffers (zeros) and creates the communicators of the Plan's groups
+  // (collective: every rank constructs its executor for the same plan at the same time).
+  RankExecutor(comm::RankComms& comms, const Plan& plan, const ModelSpec& model, const Routing& routing,
+               const OptimizerConfig& config, ExecutorOptions options, const std::atomic<bool>* peer_failed = nullptr);
+  ~RankExecutor();
+  RankExecutor(const RankExecutor&) = delete;
+  RankExecutor& operator=(const RankExecutor&) = delete;
+
+  DeviceBuffers& buffers() { return *buffers_; }
+  const Plan& plan() const { return plan_; }
+  int rank() const { return comms_.rank(); }
+
+  // Runs this rank's ops of the phases in `phases` in list order and waits for them. AdamW uses
+  // step number `adam_step`. With time_ops, every op gets a start and end event.
+  RunTiming run(unsigned phases, long adam_step, bool time_ops = false);
+
+  // Describes op `index` as errors do: "rank 1 op 17 (reduce 'layer 3', collective 12)".
+  std::string describe(int index) const;
+
+ private:
+  struct Events;
+  void enqueue(int index, unsigned phases, long adam_step, bool time_ops, int& fused);
+  void wait(unsigned phases);
+  [[noreturn]] void fail(const std::string& cause, unsigned phases);
+  cudaStream_t stream_of(const Op& op) const;
+
+  comm::RankComms& comms_;
+  const Plan& plan_;
+  const ModelSpec& model_;
+  const Routing& routing_;
+  OptimizerConfig config_;
+  ExecutorOptions options_;
+  const std::atomic<bool>* peer_failed_;
+  std::vector<std::vector<int>> waits_;  // per op: ops on the other stream it must wait for
+  std::unique_ptr<DeviceBuffers> buffers_;
+  cudaStream_t compute_ = nullptr, comm_ = nullptr;
+  std::unique_ptr<Events> events_;
+  std::unique_ptr<ComputeRunner> compute_runner_;
+};
+
+}  // namespace dmuon::exec
