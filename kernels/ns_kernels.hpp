@@ -1,0 +1,37 @@
+// The non-GEMM kernels of a Newton-Schulz call (normalisation, identity add, triangle mirror)
+// and the device helpers the autotuner and benchmarks use (random fill, difference norms).
+#pragma once
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include "core/dtype.hpp"
+#include "core/optimizer_config.hpp"
+
+namespace dmuon::cuda {
+
+// Per-matrix status written by launch_norm_scale.
+enum NormStatus : int { kNormOk = 0, kNormZero = 1, kNormNonFinite = 2 };
+
+// sums[b] = sum of squares of matrix b's elements after rounding to ns.normalize_dtype
+// (double accumulation). Clears `sums` first.
+void launch_sum_squares(const void* in, DType in_dtype, DType norm_dtype, long elems, int batch, double* sums,
+                        cudaStream_t stream);
+// divisor[b] = the normaliser of reference/newton_schulz.cpp (norm rounded to normalize_dtype,
+// clamp or add with norm_scale and eps, rounded again); status[b] says zero / non-finite.
+void launch_norm_scale(const double* sums, int batch, const NsConfig& ns, float* divisor, int* status,
+                       cudaStream_t stream);
+// X = compute(norm(norm(in) / divisor)); zeros for a matrix whose status is not kNormOk.
+void launch_normalize(const void* in, DType in_dtype, const NsConfig& ns, long elems, int batch,
+                      const float* divisor, const int* status, void* X, cudaStream_t stream);
+// Q = Z + a I for batch m x m matrices (one rounding of the fp32 sum); Q may alias Z.
+void launch_add_identity(const void* Z, void* Q, long m, int batch, float a, DType dtype, cudaStream_t stream);
+// Copies the strictly lower triangle of each column-major m x m matrix onto the upper one.
+void launch_mirror_lower(void* A, long m, int batch, DType dtype, cudaStream_t stream);
+
+// Standard normal values times `scale`, deterministic in (seed, index).
+void launch_fill_normal(void* p, DType dtype, long n, std::uint64_t seed, float scale, cudaStream_t stream);
+// out[0] = sum (a-b)^2, out[1] = sum b^2, out[2] = count of non-finite a (double accumulation).
+void launch_diff_norms(const void* a, const void* b, DType dtype, long n, double* out, cudaStream_t stream);
+
+}  // namespace dmuon::cuda
