@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <set>
 
+#include "core/device_profile.hpp"
 #include "core/error.hpp"
 #include "core/model_yaml.hpp"
 #include "core/optimizer_yaml.hpp"
@@ -16,19 +17,127 @@ ModelSpec parse_model_entry(const YamlValue& v) {
   // A path, relative to the scenario file's folder.
   const std::filesystem::path base = std::filesystem::path(v.file()).parent_path();
   const std::string path = (base / v.as_string()).string();
-  if (!std::filesystem::exists(path)) v.fail("model file '" + path + "' does not exist");
+  // The error_code form: exists() throws std::filesystem_error on a name that is too long.
+  std::error_code error;
+  if (!std::filesystem::exists(path, error)) v.fail("model file '" + path + "' does not exist");
   return load_model_file(path);
 }
 
+// A fraction in (0, 1].
+double as_fraction(const YamlValue& v) {
+  const double x = v.as_positive_double();
+  if (x > 1) v.fail("must be in (0, 1], got " + v.as_string());
+  return x;
+}
+
+NvlinkSpec parse_nvlink(const YamlValue& value) {
+  require_unique_keys(value);
+  YamlMap m(value);
+  NvlinkSpec n;
+  n.bw_GBps = m.get("bw_GBps").as_positive_double();
+  if (auto v = m.find("latency_us")) n.latency_us = v->as_nonnegative_double();
+  if (auto v = m.find("efficiency")) n.efficiency = as_fraction(*v);
+  m.finish();
+  return n;
+}
+
+InterNodeSpec parse_network(const YamlValue& value) {
+  require_unique_keys(value);
+  YamlMap m(value);
+  InterNodeSpec n;
+  if (auto v = m.find("nics_per_node")) n.nics_per_node = v->as_positive_int();
+  n.nic_bw_Gbps = m.get("nic_bw_Gbps").as_positive_double();
+  if (auto v = m.find("latency_us")) n.latency_us = v->as_nonnegative_double();
+  if (auto v = m.find("efficiency")) n.efficiency = as_fraction(*v);
+  if (auto v = m.find("spine_latency_us")) n.spine_latency_us = v->as_nonnegative_double();
+  if (auto v = m.find("spine_oversubscription")) {
+    n.spine_oversubscription = v->as_positive_double();
+    if (n.spine_oversubscription < 1) v->fail("must be >= 1 (1 = non-blocking), got " + v->as_string());
+  }
+  m.finish();
+  return n;
+}
+
+AllReduceAlgorithm parse_all_reduce(const std::string& text, const std::string& what) {
+  if (text == "ring") return AllReduceAlgorithm::ring;
+  if (text == "tree") return AllReduceAlgorithm::tree;
+  if (text == "auto") return AllReduceAlgorithm::automatic;
+  throw Error(what + ": unknown all-reduce algorithm '" + text + "' (ring, tree, auto)");
+}
+
+NcclSpec parse_nccl(const YamlValue& value) {
+  require_unique_keys(value);
+  YamlMap m(value);
+  NcclSpec n;
+  if (auto v = m.find("base_latency_us")) n.base_latency_us = v->as_nonnegative_double();
+  if (auto v = m.find("channels")) n.channels = v->as_positive_int();
+  if (auto v = m.find("chunk_bytes")) n.chunk_bytes = v->as_positive_int();
+  if (auto v = m.find("all_reduce")) n.all_reduce = parse_scalar(*v, parse_all_reduce);
+  m.finish();
+  return n;
+}
+
 ClusterSpec parse_cluster(const YamlValue& value) {
+  require_unique_keys(value);
   YamlMap m(value);
   ClusterSpec c;
   if (auto v = m.find("nodes")) c.nodes = v->as_positive_int();
   if (auto v = m.find("gpus_per_node")) c.gpus_per_node = v->as_positive_int();
   if (auto v = m.find("gpu")) c.gpu = v->as_string();
   if (auto v = m.find("gpu_memory_GiB")) c.gpu_memory_GiB = v->as_positive_double();
+  if (auto v = m.find("nvlink")) c.nvlink = parse_nvlink(*v);
+  if (auto v = m.find("network")) {
+    c.network = parse_network(*v);
+    if (c.gpus_per_node % c.network->nics_per_node != 0) {
+      v->fail("nics_per_node (" + std::to_string(c.network->nics_per_node) + ") must divide gpus_per_node (" +
+              std::to_string(c.gpus_per_node) + ")");
+    }
+  }
+  if (auto v = m.find("nccl")) c.nccl = parse_nccl(*v);
   m.finish();
   return c;
+}
+
+TrainingSpec parse_training(const YamlValue& value) {
+  require_unique_keys(value);
+  YamlMap m(value);
+  TrainingSpec t;
+  if (auto v = m.find("seq_len")) t.seq_len = v->as_positive_int();
+  if (auto v = m.find("micro_batch")) t.micro_batch = v->as_positive_int();
+  if (auto v = m.find("mfu")) t.mfu = as_fraction(*v);
+  if (auto v = m.find("peak_tflops")) t.peak_tflops = v->as_positive_double();
+  if (auto v = m.find("fwd_bwd_seconds")) t.fwd_bwd_seconds = v->as_positive_double();
+  if (auto v = m.find("tower_tokens")) {
+    require_unique_keys(*v);
+    if (!v->is_map()) v->fail("expected a mapping of tower name to tokens per sample");
+    for (auto it = v->node().begin(); it != v->node().end(); ++it) {
+      const std::string key = it->first.Scalar();
+      t.tower_tokens[key] = YamlValue(it->second, v->file_ptr(), v->path() + "." + key).as_positive_int();
+    }
+  }
+  if (auto v = m.find("reshard_after_forward")) t.reshard_after_forward = v->as_bool();
+  if (auto v = m.find("prefetch_layers")) t.prefetch_layers = v->as_positive_int();
+  if (auto v = m.find("activation_checkpointing")) t.activation_checkpointing = v->as_bool();
+  if (auto v = m.find("moe_top_k")) t.moe_top_k = v->as_positive_int();
+  if (auto v = m.find("activation_bytes_per_token_hidden")) {
+    t.activation_bytes_per_token_hidden = v->as_nonnegative_double();
+  }
+  m.finish();
+  return t;
+}
+
+SimMode parse_sim_mode(const std::string& text, const std::string& what) {
+  if (text == "fast") return SimMode::fast;
+  if (text == "flows") return SimMode::flows;
+  throw Error(what + ": unknown simulation mode '" + text + "' (fast, flows)");
+}
+
+SimMode parse_simulation(const YamlValue& value) {
+  YamlMap m(value);
+  SimMode mode = SimMode::fast;
+  if (auto v = m.find("mode")) mode = parse_scalar(*v, parse_sim_mode);
+  m.finish();
+  return mode;
 }
 
 RoutingRules parse_routing(const YamlValue& value) {
@@ -69,12 +178,60 @@ Scenario parse_root(const YamlValue& root) {
   }
   s.strategies = m.has("strategies") ? parse_strategies(m.get("strategies")) : all_strategies();
   if (auto v = m.find("cluster")) s.cluster = parse_cluster(*v);
+  if (auto v = m.find("training")) s.training = parse_training(*v);
+  if (auto v = m.find("simulation")) s.sim_mode = parse_simulation(*v);
+  if (auto v = m.find("calibration")) {
+    const std::filesystem::path base = std::filesystem::path(v->file()).parent_path();
+    s.calibration_file = (base / v->as_string()).string();
+    if (!std::filesystem::exists(s.calibration_file)) v->fail("calibration file '" + s.calibration_file + "' does not exist");
+  }
   m.find("description");
   m.finish();
   return s;
 }
 
+// Sets a dotted key path in a YAML tree, creating mappings on the way.
+void set_path(YAML::Node node, const std::string& key, const std::string& value, const std::string& file) {
+  const auto dot = key.find('.');
+  const std::string head = key.substr(0, dot);
+  if (head.empty()) throw Error(file + ": override '" + key + "': empty key");
+  if (node[head] && !node[head].IsMap() && dot != std::string::npos) {
+    throw Error(file + ": override '" + key + "': '" + head + "' is not a mapping");
+  }
+  if (dot == std::string::npos) {
+    node[head] = YAML::Load(value);
+    return;
+  }
+  YAML::Node child = node[head];
+  set_path(child, key.substr(dot + 1), value, file);
+  node[head] = child;
+}
+
 }  // namespace
+
+std::string_view to_string(AllReduceAlgorithm a) {
+  switch (a) {
+    case AllReduceAlgorithm::ring: return "ring";
+    case AllReduceAlgorithm::tree: return "tree";
+    case AllReduceAlgorithm::automatic: return "auto";
+  }
+  return "?";
+}
+
+std::string_view to_string(SimMode m) { return m == SimMode::fast ? "fast" : "flows"; }
+
+Scenario load_scenario_with_overrides(const std::string& path,
+                                      const std::vector<std::pair<std::string, std::string>>& overrides) {
+  if (overrides.empty()) return load_scenario(path);
+  YamlValue root = YamlValue::load_file(path);
+  YAML::Node tree = YAML::Clone(root.node());
+  for (const auto& [key, value] : overrides) set_path(tree, key, value, path);
+  YAML::Emitter out;
+  out << tree;
+  std::string name = path + " (with";
+  for (const auto& [key, value] : overrides) name += " " + key + "=" + value;
+  return parse_root(YamlValue::load_string(out.c_str(), name + ")"));
+}
 
 Scenario parse_scenario(const std::string& text, const std::string& name) {
   return parse_root(YamlValue::load_string(text, name));

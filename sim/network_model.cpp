@@ -12,4 +12,9 @@ void configure_network_model() {
   simgrid::s4u::Engine::set_config("network/TCP-gamma:0");
 }
 
+void configure_fast_model() {
+  xbt_log_control_set("root.thresh:critical");
+  simgrid::s4u::Engine::set_config("host/model:ptask_L07");
+}
+
 }  // namespace dmuon::sim

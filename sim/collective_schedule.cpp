@@ -1,0 +1,250 @@
+#include "sim/collective_schedule.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "core/error.hpp"
+
+namespace dmuon::sim {
+namespace {
+
+// Members grouped by node, nodes in order of first appearance, ranks in group order.
+std::vector<std::vector<int>> by_node(const std::vector<int>& members, const Topology& topo) {
+  std::vector<std::vector<int>> out;
+  std::map<int, std::size_t> index;
+  for (int r : members) {
+    auto [it, fresh] = index.emplace(topo.node_of(r), out.size());
+    if (fresh) out.emplace_back();
+    out[it->second].push_back(r);
+  }
+  return out;
+}
+
+// Channel c's ring order: node n starts at offset s_n = c - n (mod its member count), so the
+// GPU that leaves node n has the local index the next node enters at (same rail).
+std::vector<int> ring_order(const std::vector<std::vector<int>>& nodes, int channel) {
+  std::vector<int> order;
+  for (std::size_t n = 0; n < nodes.size(); ++n) {
+    const int m = static_cast<int>(nodes[n].size());
+    const int start = ((channel - static_cast<int>(n)) % m + m) % m;
+    for (int j = 0; j < m; ++j) order.push_back(nodes[n][static_cast<std::size_t>((start + j) % m)]);
+  }
+  return order;
+}
+
+// Adds an edge, merging it into an equal (src, dst, first_step, steps) edge of another channel.
+class EdgeSet {
+ public:
+  void add(int src, int dst, int first, int steps, double bytes) {
+    if (src == dst || bytes <= 0) return;
+    auto [it, fresh] = index_.emplace(std::make_tuple(src, dst, first, steps), edges_.size());
+    if (fresh) {
+      edges_.push_back({src, dst, first, steps, bytes});
+    } else {
+      edges_[it->second].bytes_per_step += bytes;
+    }
+  }
+  CollectiveSchedule finish(std::string algorithm) {
+    CollectiveSchedule s;
+    s.algorithm = std::move(algorithm);
+    for (const auto& e : edges_) s.total_steps = std::max(s.total_steps, e.first_step + e.steps);
+    s.edges = std::move(edges_);
+    return s;
+  }
+
+ private:
+  std::vector<ScheduleEdge> edges_;
+  std::map<std::tuple<int, int, int, int>, std::size_t> index_;
+};
+
+int channels_of(const NcclSpec& nccl) { return static_cast<int>(std::max<std::int64_t>(1, nccl.channels)); }
+
+// Chunks a channel's share of `bytes` is pipelined in.
+int chunks(double bytes_per_channel, const NcclSpec& nccl) {
+  return std::max(1, static_cast<int>(std::ceil(bytes_per_channel / double(nccl.chunk_bytes))));
+}
+
+CollectiveSchedule ring(const CollectiveCall& call, const Topology& topo, const NcclSpec& nccl, int steps) {
+  const auto nodes = by_node(call.members, topo);
+  const int p = static_cast<int>(call.members.size());
+  const int C = channels_of(nccl);
+  EdgeSet set;
+  for (int c = 0; c < C; ++c) {
+    const auto order = ring_order(nodes, c);
+    for (int i = 0; i < p; ++i) set.add(order[i], order[(i + 1) % p], 0, steps, call.bytes / (double(C) * p));
+  }
+  return set.finish("ring");
+}
+
+// Broadcast (from the root down a chain) or reduce (up a chain to the root), per channel.
+CollectiveSchedule chains(const CollectiveCall& call, const Topology& topo, const NcclSpec& nccl) {
+  const auto nodes = by_node(call.members, topo);
+  const int p = static_cast<int>(call.members.size());
+  const int C = channels_of(nccl);
+  const bool down = call.kind == OpKind::broadcast;
+  EdgeSet set;
+  for (const auto& [root, bytes] : call.rooted) {
+    const int k = chunks(bytes / C, nccl);
+    for (int c = 0; c < C; ++c) {
+      auto order = ring_order(nodes, c);
+      std::rotate(order.begin(), std::find(order.begin(), order.end(), root), order.end());
+      for (int i = 0; i + 1 < p; ++i) {
+        if (down) {
+          set.add(order[i], order[i + 1], i, k, bytes / (double(C) * k));
+        } else {
+          set.add(order[i + 1], order[i], p - 2 - i, k, bytes / (double(C) * k));
+        }
+      }
+    }
+  }
+  return set.finish("chain");
+}
+
+// One tree of NCCL's double binary tree: parents of every member. `mirror` numbers the nodes
+// backwards, so the leaves of one tree are inner vertices of the other.
+std::vector<int> tree_parents(const std::vector<std::vector<int>>& nodes, bool mirror, std::map<int, int>& index) {
+  const int N = static_cast<int>(nodes.size());
+  std::vector<int> parent;
+  for (int n = 0; n < N; ++n) {
+    const auto& local = nodes[static_cast<std::size_t>(n)];
+    const int pos = mirror ? N - 1 - n : n;  // heap position of this node
+    const int parent_pos = (pos - 1) / 2;
+    const int parent_node = mirror ? N - 1 - parent_pos : parent_pos;
+    for (std::size_t j = 0; j < local.size(); ++j) {
+      index[local[j]] = static_cast<int>(parent.size());
+      if (j > 0) {
+        parent.push_back(local[j - 1]);  // intra-node chain toward the leader
+      } else {
+        parent.push_back(pos == 0 ? -1 : nodes[static_cast<std::size_t>(parent_node)].front());
+      }
+    }
+  }
+  return parent;
+}
+
+CollectiveSchedule tree(const CollectiveCall& call, const Topology& topo, const NcclSpec& nccl) {
+  const auto nodes = by_node(call.members, topo);
+  const int C = channels_of(nccl);
+  EdgeSet set;
+  for (bool mirror : {false, true}) {
+    std::map<int, int> index;
+    const std::vector<int> parent = tree_parents(nodes, mirror, index);
+    std::vector<int> ranks(parent.size());
+    for (const auto& [r, i] : index) ranks[static_cast<std::size_t>(i)] = r;
+    // Heights (longest path to a leaf) and depths (distance to the root), by relaxation.
+    std::vector<int> height(parent.size(), 0), depth(parent.size(), 0);
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (std::size_t i = 0; i < parent.size(); ++i) {
+        if (parent[i] < 0) continue;
+        const auto pi = static_cast<std::size_t>(index.at(parent[i]));
+        if (height[pi] < height[i] + 1) height[pi] = height[i] + 1, changed = true;
+        if (depth[i] != depth[pi] + 1) depth[i] = depth[pi] + 1, changed = true;
+      }
+    }
+    const int H = *std::max_element(height.begin(), height.end());
+    const double half = call.bytes / 2;
+    const int k = chunks(half / std::max(1, C / 2), nccl);
+    for (std::size_t i = 0; i < parent.size(); ++i) {
+      if (parent[i] < 0) continue;
+      const auto pi = static_cast<std::size_t>(index.at(parent[i]));
+      set.add(ranks[i], parent[i], height[i], k, half / k);         // reduce up
+      set.add(parent[i], ranks[i], H + depth[pi], k, half / k);     // broadcast down
+    }
+  }
+  return set.finish("tree");
+}
+
+CollectiveSchedule direct(const CollectiveCall& call) {
+  EdgeSet set;
+  for (const auto& [src, dst, bytes] : call.transfers) set.add(src, dst, 0, 1, bytes);
+  return set.finish("direct");
+}
+
+}  // namespace
+
+double bus_factor(OpKind kind, int p) {
+  if (p <= 1) return 1;
+  switch (kind) {
+    case OpKind::all_reduce: return 2.0 * (p - 1) / p;
+    case OpKind::all_gather:
+    case OpKind::reduce_scatter:
+    case OpKind::all_to_all: return double(p - 1) / p;
+    default: return 1;
+  }
+}
+
+CollectiveSchedule make_schedule(const CollectiveCall& call, const Topology& topo, const NcclSpec& nccl) {
+  const int p = static_cast<int>(call.members.size());
+  if (p <= 1) return {"none", 0, {}};
+  switch (call.kind) {
+    case OpKind::all_gather:
+    case OpKind::reduce_scatter: return ring(call, topo, nccl, p - 1);
+    case OpKind::broadcast:
+    case OpKind::reduce: return chains(call, topo, nccl);
+    case OpKind::all_to_all: return direct(call);
+    case OpKind::all_reduce: {
+      if (nccl.all_reduce == AllReduceAlgorithm::ring) return ring(call, topo, nccl, 2 * (p - 1));
+      if (nccl.all_reduce == AllReduceAlgorithm::tree) return tree(call, topo, nccl);
+      auto r = ring(call, topo, nccl, 2 * (p - 1));
+      auto t = tree(call, topo, nccl);
+      return isolated_seconds(t, topo) < isolated_seconds(r, topo) ? t : r;
+    }
+    default: throw Error("collective schedule: " + std::string(to_string(call.kind)) + " is not a collective");
+  }
+}
+
+FastSummary summarize(const CollectiveSchedule& schedule, const Topology& topo) {
+  FastSummary s;
+  std::map<std::pair<int, int>, double> pairs;
+  double busiest_edge_s = 0;
+  // (step, +1 start / -1 end, latency, transfer seconds per step)
+  std::vector<std::tuple<int, int, double, double>> events;
+  for (const auto& e : schedule.edges) {
+    pairs[{e.src, e.dst}] += e.bytes_per_step * e.steps;
+    const double lat = topo.route_latency_s(e.src, e.dst);
+    const double per_step_s = e.bytes_per_step / topo.route_bw_Bps(e.src, e.dst);
+    busiest_edge_s = std::max(busiest_edge_s, per_step_s * e.steps);
+    s.max_route_latency_s = std::max(s.max_route_latency_s, lat);
+    events.emplace_back(e.first_step, 1, lat, per_step_s);
+    events.emplace_back(e.first_step + e.steps, -1, lat, per_step_s);
+  }
+  for (const auto& [key, bytes] : pairs) s.pair_bytes.emplace_back(key.first, key.second, bytes);
+  std::sort(events.begin(), events.end(), [](const auto& a, const auto& b) {
+    return std::get<0>(a) != std::get<0>(b) ? std::get<0>(a) < std::get<0>(b) : std::get<1>(a) < std::get<1>(b);
+  });
+  std::multiset<double> lat_active, time_active;
+  double serial_s = 0;
+  for (std::size_t i = 0; i < events.size();) {
+    const int step = std::get<0>(events[i]);
+    for (; i < events.size() && std::get<0>(events[i]) == step; ++i) {
+      const auto& [t, kind, lat, per_step_s] = events[i];
+      if (kind > 0) {
+        lat_active.insert(lat), time_active.insert(per_step_s);
+      } else {
+        lat_active.erase(lat_active.find(lat)), time_active.erase(time_active.find(per_step_s));
+      }
+    }
+    if (i == events.size() || lat_active.empty()) continue;
+    const int span = std::get<0>(events[i]) - step;  // steps until the active set changes
+    s.latency_sum_s += span * *lat_active.rbegin();
+    serial_s += span * *time_active.rbegin();
+  }
+  s.serialization = busiest_edge_s > 0 ? std::max(1.0, serial_s / busiest_edge_s) : 1;
+  return s;
+}
+
+double isolated_seconds(const CollectiveSchedule& schedule, const Topology& topo) {
+  const FastSummary s = summarize(schedule, topo);
+  std::vector<double> load_bytes(topo.links().size(), 0);
+  for (const auto& [src, dst, bytes] : s.pair_bytes) {
+    for (int l : topo.route(src, dst)) load_bytes[static_cast<std::size_t>(l)] += bytes;
+  }
+  double busiest_s = 0;
+  for (std::size_t l = 0; l < load_bytes.size(); ++l) busiest_s = std::max(busiest_s, load_bytes[l] / topo.links()[l].bw_Bps);
+  return s.latency_sum_s + s.serialization * busiest_s;
+}
+
+}  // namespace dmuon::sim

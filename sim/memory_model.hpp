@@ -1,0 +1,36 @@
+// Device memory one GPU needs for a strategy's step, and the error when it does not fit.
+// Mixed precision as FSDP2 and DDP run it: fp32 master parameters (4 B per element held),
+// fp32 gradients (4 B, the reduce dtype), Muon momentum (4 B), AdamW moments (8 B), bf16 copies
+// of unsharded blocks while they are in use (2 B), and activations (Korthikanti et al. 2022:
+// ~34 bytes per token per hidden unit per block in bf16 without recomputation, flash attention
+// removing the s^2 term; with checkpointing only each block's input, 2 bytes, plus one block).
+#pragma once
+#include <string>
+
+#include "core/model_spec.hpp"
+#include "core/plan.hpp"
+#include "core/routing.hpp"
+#include "core/scenario.hpp"
+
+namespace dmuon::sim {
+
+struct MemoryBreakdown {
+  double master_bytes = 0;     // fp32 parameters this GPU keeps (shards, replicas or owned)
+  double grad_bytes = 0;       // fp32 gradients it keeps
+  double state_bytes = 0;      // Muon momentum + AdamW moments
+  double transient_bytes = 0;  // unsharded bf16 blocks, broadcast/gather buffers, NS workspace
+  double activation_bytes = 0;
+  double total_bytes() const { return master_bytes + grad_bytes + state_bytes + transient_bytes + activation_bytes; }
+};
+
+// The busiest GPU's memory for the Plan's strategy (owners from plan.matrix_owner).
+MemoryBreakdown memory_per_gpu(const Plan& plan, const ModelSpec& model, const Routing& routing,
+                               const TrainingSpec& training);
+
+// Throws dmuon::Error "strategy S needs X GiB per GPU (master ..., ...) but cluster.gpu_memory_GiB
+// is Y" when the breakdown exceeds the GPU.
+void check_fits(Strategy strategy, const MemoryBreakdown& m, double gpu_memory_GiB);
+
+std::string describe(const MemoryBreakdown& m);  // "master 1.2 + grads ... GiB"
+
+}  // namespace dmuon::sim

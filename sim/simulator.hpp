@@ -1,0 +1,48 @@
+// Runs a StepProgram on the SimGrid platform of a cluster: three actors per GPU (its compute,
+// gather and reduce streams) run their ops in order, each op starting once its dependencies on
+// the same GPU are done; a collective starts when every member's stream has reached it (as an
+// NCCL kernel progresses only once all ranks launched it) and is executed by the last one to
+// arrive, in `flows` mode step by step as point-to-point flows, in `fast` mode as one parallel
+// task plus the latency and pipeline-fill terms of its schedule (collective_schedule.hpp).
+// Compute ops are delays of the cost model's seconds: one compute stream per GPU, no slowdown
+// of compute by concurrent NCCL kernels (a known gap: NVIDIA/nccl#701).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/scenario.hpp"
+#include "sim/step_program.hpp"
+
+namespace dmuon::sim {
+
+struct CollectiveRecord {
+  std::string kind, algorithm, group, label, phase;
+  int ranks = 0;
+  int merged = 1;
+  double bytes = 0;
+  double start_s = 0, end_s = 0;
+  double seconds() const { return end_s - start_s; }
+  double algbw_GBps() const { return seconds() > 0 ? bytes / seconds() / 1e9 : 0; }
+  double busbw_GBps() const;
+};
+
+struct SimOutcome {
+  double step_s = 0;          // last op of any GPU
+  double grads_ready_s = 0;   // last forward/backward op (compute or collective) of any GPU
+  double critical_compute_busy_s = 0;  // compute-stream busy time of the GPU that ends last
+  std::vector<double> optimizer_compute_s;  // per GPU
+  std::vector<CollectiveRecord> collectives;
+  double wall_s = 0;          // host seconds the simulation took (platform included)
+};
+
+struct SimOptions {
+  SimMode mode = SimMode::fast;
+  std::string trace_file;     // Chrome trace (Perfetto) when not empty
+  int trace_nodes = 2;        // nodes whose GPUs the trace shows (all when <= 0)
+};
+
+// Forks a child for the simulation (isolated_run.hpp). Throws dmuon::Error for a deadlock
+// (naming the rank and op that never ran) or a trace file that cannot be written.
+SimOutcome simulate(const StepProgram& program, const ClusterSpec& cluster, const SimOptions& options);
+
+}  // namespace dmuon::sim

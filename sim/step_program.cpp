@@ -1,0 +1,426 @@
+#include "sim/step_program.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "core/error.hpp"
+#include "core/plan_cost.hpp"
+#include "core/plan_writer.hpp"
+
+namespace dmuon::sim {
+namespace {
+
+// A forward-compute unit: (tower, part, layer) with part 0 = before the blocks (embeddings),
+// 1 = a block, 2 = after the blocks (final norm, head, merger).
+using UnitKey = std::tuple<int, int, int>;
+
+struct Units {
+  std::vector<UnitKey> keys;            // forward order
+  std::vector<int> of_param;            // unit index per parameter
+  std::vector<double> fwd_flops;        // per unit, for the whole micro-batch
+};
+
+bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+
+std::int64_t tokens_of(const ParamSpec& p, const TrainingSpec& t) {
+  auto it = t.tower_tokens.find(p.tower);
+  return (it != t.tower_tokens.end() ? it->second : t.seq_len) * t.micro_batch;
+}
+
+// Forward FLOPs one parameter causes over `tokens` tokens: 2 per multiply-add of each token with
+// the weight; an expert stack only for the experts a token visits; lookups, norms and biases ~0.
+double param_flops(const ParamSpec& p, double tokens, const TrainingSpec& t) {
+  switch (p.role) {
+    case ParamRole::matrix:
+    case ParamRole::output_head: return 2.0 * double(p.numel()) * tokens;
+    case ParamRole::expert_stack: {
+      const double experts = double(p.shape.front());
+      const double active = t.moe_top_k ? std::min(experts, double(*t.moe_top_k)) : experts;
+      return 2.0 * double(p.numel()) / experts * active * tokens;
+    }
+    default: return 0;
+  }
+}
+
+// Causal self-attention scores and weighted sum: 2 * 2 * s^2 * d per sample, halved by the mask.
+double attention_flops(const ParamSpec& p, const TrainingSpec& t) {
+  double d = 0;
+  if (contains(p.name, "q_proj.weight")) d = double(p.shape.front());
+  if (contains(p.name, ".qkv.weight")) d = double(p.shape.front()) / 3;
+  if (d == 0) return 0;
+  auto it = t.tower_tokens.find(p.tower);
+  const double s = double(it != t.tower_tokens.end() ? it->second : t.seq_len);
+  return 2.0 * s * s * d * double(t.micro_batch);
+}
+
+Units make_units(const ModelSpec& model, const TrainingSpec& t) {
+  std::map<std::string, int> tower_order;
+  std::map<int, bool> has_head;  // per tower: an untied output head exists
+  for (const auto& p : model.params) {
+    tower_order.emplace(p.tower, static_cast<int>(tower_order.size()));
+    if (p.role == ParamRole::output_head) has_head[tower_order.at(p.tower)] = true;
+  }
+  std::map<UnitKey, double> flops;
+  std::vector<UnitKey> key_of_param;
+  for (const auto& p : model.params) {
+    const int tower = tower_order.at(p.tower);
+    const int part = p.layer >= 0 ? 1 : (contains(p.name, "embed") ? 0 : 2);
+    const UnitKey key{tower, part, std::max(0, p.layer)};
+    key_of_param.push_back(key);
+    const double tokens = double(tokens_of(p, t));
+    flops[key] += param_flops(p, tokens, t) + attention_flops(p, t);
+    // Tied embeddings: the token embedding is also the output head (its matmul runs last).
+    if (p.role == ParamRole::embedding && contains(p.name, "embed_tokens") && !has_head[tower]) {
+      flops[UnitKey{tower, 2, 0}] += 2.0 * double(p.numel()) * tokens;
+    }
+  }
+  Units u;
+  std::map<UnitKey, int> index;
+  for (const auto& [key, f] : flops) {
+    index[key] = static_cast<int>(u.keys.size());
+    u.keys.push_back(key);
+    u.fwd_flops.push_back(f);
+  }
+  for (const auto& key : key_of_param) u.of_param.push_back(index.at(key));
+  return u;
+}
+
+// The unit of a forward/backward collective: -1 when it spans several units (a DDP bucket is
+// then placed after the last of its units' backward, and never merged).
+int unit_of(const Op& op, const Routing& routing, const Units& units, int* latest_backward) {
+  int unit = -1, first = 1 << 30;
+  bool single = true;
+  for (std::size_t p : params_touched(op, routing)) {
+    const int u = units.of_param[p];
+    if (unit >= 0 && u != unit) single = false;
+    unit = u;
+    first = std::min(first, u);
+  }
+  *latest_backward = first;  // backward runs units in reverse: the lowest one finishes last
+  return single ? unit : -1;
+}
+
+using Entries = std::vector<std::pair<int, std::vector<int>>>;  // (collective, plan ops it stands for)
+
+// Orders one unit's merged collectives so that each comes after those its plan ops depend on
+// (merging can pull a dependent ahead: HSDP's second broadcast stage of one owner merges with
+// an earlier owner's), keeping the first-appearance order otherwise.
+void order_by_dependencies(Entries& list, const std::vector<Op>& plan_ops, int rank) {
+  std::map<int, std::size_t> entry_of;
+  for (std::size_t e = 0; e < list.size(); ++e) {
+    for (int m : list[e].second) entry_of[m] = e;
+  }
+  std::vector<std::set<std::size_t>> before(list.size());
+  for (std::size_t e = 0; e < list.size(); ++e) {
+    for (int m : list[e].second) {
+      for (int d : plan_ops[static_cast<std::size_t>(m)].deps) {
+        auto it = entry_of.find(d);
+        if (it != entry_of.end() && it->second != e) before[e].insert(it->second);
+      }
+    }
+  }
+  Entries out;
+  std::vector<char> placed(list.size(), 0);
+  while (out.size() < list.size()) {
+    std::size_t pick = list.size();
+    for (std::size_t e = 0; e < list.size() && pick == list.size(); ++e) {
+      if (placed[e]) continue;
+      bool ready = true;
+      for (std::size_t b : before[e]) ready = ready && placed[b];
+      if (ready) pick = e;
+    }
+    if (pick == list.size()) throw Error("sim: rank " + std::to_string(rank) + ": merged collectives depend on each other in a cycle");
+    placed[pick] = 1;
+    out.push_back(std::move(list[pick]));
+  }
+  list = std::move(out);
+}
+
+int stream_of(OpKind kind, Phase phase, bool one_comm_stream) {
+  if (phase == Phase::optimizer || one_comm_stream) return kGatherStream;
+  return kind == OpKind::all_gather || kind == OpKind::broadcast ? kGatherStream : kReduceStream;
+}
+
+// Builds one rank's op list; collectives are created in `prog` on first sight.
+class RankBuilder {
+ public:
+  RankBuilder(StepProgram& prog, const Plan& plan, const Routing& routing, const Units& units,
+              const std::vector<double>& unit_fwd_s, const TrainingSpec& t, bool as_is)
+      : prog_(prog), plan_(plan), routing_(routing), units_(units), unit_fwd_s_(unit_fwd_s), t_(t), as_is_(as_is) {}
+
+  std::vector<SimOp> build(int rank, const std::vector<double>& compute_seconds);
+
+ private:
+  int merged_index(int rank, const Op& op, int unit);
+  int emit(SimOp op) {
+    ops_.push_back(std::move(op));
+    return static_cast<int>(ops_.size()) - 1;
+  }
+
+  StepProgram& prog_;
+  const Plan& plan_;
+  const Routing& routing_;
+  const Units& units_;
+  const std::vector<double>& unit_fwd_s_;
+  const TrainingSpec& t_;
+  bool as_is_;
+  std::vector<SimOp> ops_;
+
+ public:
+  // Shared across ranks: merge key -> collective index; plan collective id -> merged index;
+  // forward collective index -> its Z3 backward copy.
+  std::map<std::tuple<int, int, int, int, int>, int> by_key;
+  std::map<std::int64_t, int> by_id;
+  std::map<int, int> regather;
+};
+
+int RankBuilder::merged_index(int rank, const Op& op, int unit) {
+  auto known = by_id.find(op.collective);
+  if (known != by_id.end()) return known->second;
+  int index = -1;
+  const bool mergeable = op.phase != Phase::optimizer && unit >= 0 && !as_is_;
+  const auto key = std::make_tuple(int(op.kind), op.group, int(op.phase), int(op.buffer), unit);
+  if (mergeable) {
+    auto it = by_key.find(key);
+    if (it != by_key.end()) index = it->second;
+  }
+  if (index < 0) {
+    index = static_cast<int>(prog_.collectives.size());
+    SimCollective c;
+    c.call.kind = op.kind;
+    c.call.members = plan_.groups[static_cast<std::size_t>(op.group)].ranks;
+    c.phase = op.phase;
+    c.stream = stream_of(op.kind, op.phase, as_is_);
+    c.label = op.label;
+    c.group = plan_.groups[static_cast<std::size_t>(op.group)].name;
+    c.merged = 0;
+    prog_.collectives.push_back(std::move(c));
+    if (mergeable) by_key[key] = index;
+  }
+  SimCollective& c = prog_.collectives[static_cast<std::size_t>(index)];
+  c.merged += 1;
+  const int bpe = plan_.bytes_per_element;
+  if (op.kind == OpKind::all_to_all) {
+    for (const Transfer& tr : op.transfers) c.call.transfers.emplace_back(tr.src, tr.dst, double(tr.from.count) * bpe);
+    for (const Transfer& tr : op.transfers) c.call.bytes += double(tr.from.count) * bpe;
+  } else {
+    const double bytes = collective_payload_bytes(op, rank, bpe);
+    c.call.bytes += bytes;
+    if (op.kind == OpKind::broadcast || op.kind == OpKind::reduce) {
+      auto it = std::find_if(c.call.rooted.begin(), c.call.rooted.end(), [&](const auto& x) { return x.first == op.root; });
+      if (it == c.call.rooted.end()) {
+        c.call.rooted.emplace_back(op.root, bytes);
+      } else {
+        it->second += bytes;
+      }
+    }
+  }
+  by_id[op.collective] = index;
+  return index;
+}
+
+std::vector<SimOp> RankBuilder::build(int rank, const std::vector<double>& compute_seconds) {
+  ops_.clear();
+  const auto& plan_ops = plan_.ranks[static_cast<std::size_t>(rank)];
+  const int U = as_is_ ? 0 : static_cast<int>(units_.keys.size());  // as is: no fwd/bwd compute
+  // Per unit: merged collectives in first-appearance order, with the plan ops they stand for.
+  std::vector<Entries> fwd(U), bwd(U);
+  std::vector<int> optimizer_ops;
+  std::vector<int> sim_of(plan_ops.size(), -1);
+  for (std::size_t i = 0; i < plan_ops.size(); ++i) {
+    const Op& op = plan_ops[i];
+    if (op.phase == Phase::optimizer || as_is_) {
+      optimizer_ops.push_back(static_cast<int>(i));
+      continue;
+    }
+    if (!is_collective(op.kind)) throw Error("sim: rank " + std::to_string(rank) + " op '" + op.label + "': compute outside the optimizer phase");
+    int last = 0;
+    const int unit = unit_of(op, routing_, units_, &last);
+    const int c = merged_index(rank, op, unit);
+    auto& list = (op.phase == Phase::forward ? fwd : bwd)[static_cast<std::size_t>(unit >= 0 ? unit : last)];
+    auto it = std::find_if(list.begin(), list.end(), [&](const auto& x) { return x.first == c; });
+    if (it == list.end()) list.push_back({c, {}}), it = list.end() - 1;
+    it->second.push_back(static_cast<int>(i));
+  }
+  for (auto* lists : {&fwd, &bwd}) {
+    for (auto& list : *lists) order_by_dependencies(list, plan_ops, rank);
+  }
+  auto plan_deps = [&](SimOp& s, const std::vector<int>& members, int self) {
+    for (int m : members) {
+      for (int d : plan_ops[static_cast<std::size_t>(m)].deps) {
+        const int sd = sim_of[static_cast<std::size_t>(d)];
+        if (sd == self) continue;
+        if (sd < 0 || sd > self) {
+          const Op& a = plan_ops[static_cast<std::size_t>(m)];
+          const Op& b = plan_ops[static_cast<std::size_t>(d)];
+          throw Error("sim: rank " + std::to_string(rank) + " op " + std::to_string(m) + " (" + std::string(to_string(a.kind)) +
+                      " '" + a.label + "', " + std::string(to_string(a.phase)) + ") depends on op " + std::to_string(d) + " (" +
+                      std::string(to_string(b.kind)) + " '" + b.label + "', " + std::string(to_string(b.phase)) +
+                      ") that the step order puts after it");
+        }
+        s.deps.push_back(sd);
+      }
+    }
+  };
+  auto collective_op = [&](int c, const std::vector<int>& members, std::vector<int> extra) {
+    const SimCollective& sc = prog_.collectives[static_cast<std::size_t>(c)];
+    SimOp s{sc.stream, sc.phase, std::string(to_string(sc.call.kind)), sc.label, 0, c, std::move(extra)};
+    const int index = static_cast<int>(ops_.size());
+    for (int m : members) sim_of[static_cast<std::size_t>(m)] = index;
+    plan_deps(s, members, index);
+    return emit(std::move(s));
+  };
+  const int prefetch = static_cast<int>(t_.prefetch_layers);
+  std::vector<int> fwd_compute(U, -1), bwd_compute(U, -1);
+  for (int u = 0; u < U; ++u) {
+    std::vector<int> mine;
+    for (const auto& [c, members] : fwd[u]) {
+      const int gate = u - 1 - prefetch;
+      mine.push_back(collective_op(c, members, gate >= 0 ? std::vector<int>{fwd_compute[gate]} : std::vector<int>{}));
+    }
+    fwd_compute[u] = emit({kComputeStream, Phase::forward, "forward", "unit " + std::to_string(u), unit_fwd_s_[u], -1, mine});
+  }
+  for (int j = 0; j < U; ++j) {
+    const int u = U - 1 - j;
+    std::vector<int> mine;
+    if (t_.reshard_after_forward) {
+      for (const auto& [c, members] : fwd[u]) {
+        auto [it, fresh] = regather.emplace(c, static_cast<int>(prog_.collectives.size()));
+        if (fresh) {
+          SimCollective copy = prog_.collectives[static_cast<std::size_t>(c)];
+          copy.phase = Phase::backward;
+          copy.label += " (backward re-gather)";
+          prog_.collectives.push_back(std::move(copy));
+        }
+        const int gate = j - 1 - prefetch;
+        const SimCollective& sc = prog_.collectives[static_cast<std::size_t>(it->second)];
+        mine.push_back(emit({sc.stream, Phase::backward, std::string(to_string(sc.call.kind)), sc.label, 0, it->second,
+                             gate >= 0 ? std::vector<int>{bwd_compute[U - 1 - gate]} : std::vector<int>{}}));
+      }
+    }
+    bwd_compute[u] = emit({kComputeStream, Phase::backward, "backward", "unit " + std::to_string(u), 2 * unit_fwd_s_[u], -1, mine});
+    for (const auto& [c, members] : bwd[u]) collective_op(c, members, {bwd_compute[u]});
+  }
+  for (int i : optimizer_ops) {
+    const Op& op = plan_ops[static_cast<std::size_t>(i)];
+    if (is_collective(op.kind)) {
+      collective_op(merged_index(rank, op, -1), {i}, {});
+      continue;
+    }
+    SimOp s{kComputeStream, Phase::optimizer, std::string(to_string(op.kind)), op.label,
+            compute_seconds[static_cast<std::size_t>(i)], -1, {}};
+    const int index = static_cast<int>(ops_.size());
+    sim_of[static_cast<std::size_t>(i)] = index;
+    plan_deps(s, {i}, index);
+    emit(std::move(s));
+  }
+  for (auto& s : ops_) {
+    std::sort(s.deps.begin(), s.deps.end());
+    s.deps.erase(std::unique(s.deps.begin(), s.deps.end()), s.deps.end());
+  }
+  return std::move(ops_);
+}
+
+// Merges runs of consecutive compute-stream ops into one op when nothing can start in between:
+// an op joins the run when every dependency it has outside the run lies before the run's
+// start in the list, and no collective listed since the run began waits on one of its members. The GPU runs such a run
+// back to back anyway; the simulation then needs one event instead of hundreds (an AdamW or
+// DDP optimizer phase is ~1000 elementwise kernels per GPU).
+std::vector<SimOp> merge_compute_runs(std::vector<SimOp> ops) {
+  std::vector<int> new_index(ops.size(), -1);
+  std::vector<SimOp> out;
+  int run_start = -1;  // old index of the current run's first op
+  int run_out = -1;    // its index in `out`
+  int run_count = 0;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    SimOp& op = ops[i];
+    const bool compute = op.collective < 0;
+    bool joins = compute && run_out >= 0 && op.phase == out[static_cast<std::size_t>(run_out)].phase &&
+                 op.category == out[static_cast<std::size_t>(run_out)].category;
+    if (joins) {
+      for (int d : op.deps) joins = joins && (d < run_start || new_index[static_cast<std::size_t>(d)] == run_out);
+    }
+    std::vector<int> deps;
+    for (int d : op.deps) deps.push_back(new_index[static_cast<std::size_t>(d)]);
+    if (joins) {
+      SimOp& run = out[static_cast<std::size_t>(run_out)];
+      run.seconds += op.seconds;
+      for (int d : deps) {
+        if (d != run_out) run.deps.push_back(d);
+      }
+      ++run_count;
+      run.label = run.label.substr(0, run.label.find(" (+")) + " (+" + std::to_string(run_count - 1) + ")";
+      new_index[i] = run_out;
+      continue;
+    }
+    // A collective that waits on a member of the run must not wait for the whole run.
+    if (!compute && std::find(deps.begin(), deps.end(), run_out) != deps.end()) run_out = -1;
+    op.deps = std::move(deps);
+    new_index[i] = static_cast<int>(out.size());
+    if (compute) {
+      run_start = static_cast<int>(i), run_out = static_cast<int>(out.size()), run_count = 1;
+    } else if (op.stream == kComputeStream) {
+      run_out = -1;
+    }
+    out.push_back(std::move(op));
+  }
+  for (auto& s : out) {
+    std::sort(s.deps.begin(), s.deps.end());
+    s.deps.erase(std::unique(s.deps.begin(), s.deps.end()), s.deps.end());
+  }
+  return out;
+}
+
+}  // namespace
+
+double forward_flops_per_sample(const ModelSpec& model, const TrainingSpec& training) {
+  TrainingSpec one = training;
+  one.micro_batch = 1;
+  const Units u = make_units(model, one);
+  double total = 0;
+  for (double f : u.fwd_flops) total += f;
+  return total;
+}
+
+StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const Routing& routing,
+                               const OptimizerConfig& optimizer, const CostModel& cost, const TrainingSpec& training,
+                               const ProgramOptions& options) {
+  StepProgram prog;
+  const Units units = make_units(model, training);
+  double total_fwd_flops = 0;
+  for (double f : units.fwd_flops) total_fwd_flops += f;
+  const double peak_tflops = training.peak_tflops.value_or(cost.device().gemm_tflops);
+  // 1 forward + 2 backward: seconds per forward FLOP.
+  double s_per_flop = 1.0 / (peak_tflops * 1e12 * training.mfu);
+  char buf[160];
+  if (training.fwd_bwd_seconds) {
+    s_per_flop = *training.fwd_bwd_seconds / (3 * total_fwd_flops);
+    std::snprintf(buf, sizeof buf, "measured fwd+bwd %.4g s (training.fwd_bwd_seconds)", *training.fwd_bwd_seconds);
+  } else {
+    std::snprintf(buf, sizeof buf, "FLOPs at mfu %.3g of %.4g TFLOP/s", training.mfu, peak_tflops);
+  }
+  prog.compute_source = buf;
+  prog.optimizer_source = cost.calibrated() ? "calibration" : "roofline";
+  std::vector<double> unit_fwd_s;
+  for (double f : units.fwd_flops) unit_fwd_s.push_back(f * s_per_flop);
+  prog.fwd_bwd_compute_s = 3 * total_fwd_flops * s_per_flop;
+  if (options.plan_as_is) {
+    prog.fwd_bwd_compute_s = 0;
+    prog.compute_source = "none (the Plan as the executor benchmark runs it)";
+  }
+  RankBuilder builder(prog, plan, routing, units, unit_fwd_s, training, options.plan_as_is);
+  for (std::size_t r = 0; r < plan.ranks.size(); ++r) {
+    std::vector<double> seconds(plan.ranks[r].size(), 0);
+    for (std::size_t i = 0; i < plan.ranks[r].size(); ++i) {
+      const Op& op = plan.ranks[r][i];
+      if (!is_collective(op.kind)) seconds[i] = compute_op_seconds(op, routing, optimizer, cost);
+    }
+    prog.ranks.push_back(merge_compute_runs(builder.build(static_cast<int>(r), seconds)));
+  }
+  return prog;
+}
+
+}  // namespace dmuon::sim

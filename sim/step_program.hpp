@@ -1,0 +1,76 @@
+// One training step as each GPU runs it: the Plan's ops plus the forward and backward compute
+// around them, on three in-order streams per GPU (compute; a gather stream for all-gathers and
+// broadcasts, as FSDP2's all_gather_stream and DMuon's broadcast_stream; a reduce stream for
+// reduce-scatters, reduces and all-reduces, as their reduce streams). SimGrid-free: the
+// simulator (simulator.cpp) only executes it.
+//
+// What this adds to the Plan, and why:
+// - forward/backward compute per layer ("unit": a transformer block of a tower; a tower's
+//   parameters outside blocks form a unit before (embeddings) or after (norm, head) them), from
+//   FLOPs (2 x active weights x tokens forward, twice that backward, plus causal attention) at
+//   training.mfu of the peak, or training.fwd_bwd_seconds split by FLOPs;
+// - one NCCL launch per (layer, collective kind, group): FSDP2 all-gathers and reduce-scatters
+//   a whole block's flat buffer at once and DMuon coalesces a block's broadcasts and reduces,
+//   while a Plan lists one collective per parameter (or per owner);
+// - forward collectives of unit i wait for the forward compute of unit i-1-prefetch_layers
+//   (FSDP2 prefetches one block ahead); backward reductions of a unit wait for its backward;
+// - with reshard_after_forward (Z3) the forward all-gathers/broadcasts run again before each
+//   backward unit.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/calibration.hpp"
+#include "core/model_spec.hpp"
+#include "core/optimizer_config.hpp"
+#include "core/plan.hpp"
+#include "core/routing.hpp"
+#include "core/scenario.hpp"
+#include "sim/collective_schedule.hpp"
+
+namespace dmuon::sim {
+
+enum SimStream { kComputeStream = 0, kGatherStream = 1, kReduceStream = 2, kStreams = 3 };
+
+struct SimOp {
+  int stream = kComputeStream;
+  Phase phase = Phase::optimizer;
+  std::string category;   // forward, backward, momentum, newton_schulz, ..., or the collective kind
+  std::string label;
+  double seconds = 0;     // compute ops
+  int collective = -1;    // StepProgram::collectives index
+  std::vector<int> deps;  // earlier ops of the same rank
+};
+
+struct SimCollective {
+  CollectiveCall call;
+  Phase phase = Phase::optimizer;
+  int stream = kGatherStream;
+  std::string label;
+  std::string group;  // the Plan's group name
+  int merged = 1;     // Plan collectives in this launch
+};
+
+struct StepProgram {
+  std::vector<std::vector<SimOp>> ranks;
+  std::vector<SimCollective> collectives;
+  double fwd_bwd_compute_s = 0;  // per GPU (every GPU runs the same layers)
+  std::string compute_source;    // how fwd/bwd was priced
+  std::string optimizer_source;  // "calibration" or "roofline"
+};
+
+// Forward FLOPs of one sample's pass through the model (for reports), as priced here.
+double forward_flops_per_sample(const ModelSpec& model, const TrainingSpec& training);
+
+struct ProgramOptions {
+  // The Plan exactly as the NCCL executor's benchmark runs it: one launch per Plan collective,
+  // every collective on one communication stream, no forward/backward compute. For --validate.
+  bool plan_as_is = false;
+};
+
+// Throws dmuon::Error when the Plan's ops cannot be ordered (an internal inconsistency).
+StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const Routing& routing,
+                               const OptimizerConfig& optimizer, const CostModel& cost,
+                               const TrainingSpec& training, const ProgramOptions& options = {});
+
+}  // namespace dmuon::sim

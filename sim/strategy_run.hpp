@@ -1,0 +1,45 @@
+// One strategy of a scenario, end to end: the planner's Plan (core/step_planner), the memory
+// check, the step program around it and its simulation, reduced to the figures dmuon-sim
+// prints.
+#pragma once
+#include <optional>
+#include <string>
+
+#include "core/calibration.hpp"
+#include "core/scenario.hpp"
+#include "sim/memory_model.hpp"
+#include "sim/simulator.hpp"
+
+namespace dmuon::sim {
+
+struct StrategyResult {
+  Strategy strategy = Strategy::adamw;
+  MemoryBreakdown memory;
+  double fwd_bwd_compute_s = 0;  // pure forward+backward compute per GPU
+  double fwd_bwd_s = 0;          // until every gradient is reduced (collectives included)
+  double exposed_comm_s = 0;     // step - compute-stream busy time, on the GPU that ends last
+  double optimizer_s = 0;        // step - fwd_bwd_s
+  double step_s = 0;
+  double owner_imbalance = 0;    // (max - mean) / mean of optimizer compute over GPUs
+  std::optional<double> assignment_imbalance;  // the owner assignment's own estimate
+  std::string compute_source, optimizer_source;
+  SimOutcome outcome;
+  double plan_wall_s = 0;        // host seconds planning took
+};
+
+struct RunOptions {
+  SimOptions sim;
+  ProgramOptions program;
+  bool check_memory = true;
+};
+
+// The cost model of a scenario: its GPU profile (cluster.gpu), with the calibration file when
+// one is given (`calibration_file` overrides the scenario's `calibration:`).
+CostModel scenario_cost_model(const Scenario& scenario, const std::string& calibration_file = "");
+
+// Throws dmuon::Error: planning errors, "strategy S needs X GiB per GPU ..." when it does not
+// fit cluster.gpu_memory_GiB, simulation errors.
+StrategyResult run_strategy(const Scenario& scenario, Strategy strategy, const CostModel& cost,
+                            const RunOptions& options);
+
+}  // namespace dmuon::sim
