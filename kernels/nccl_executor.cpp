@@ -184,7 +184,8 @@ RunTiming RankExecutor::run(unsigned phases, long adam_step, bool time_ops) {
     }
   } catch (const Error& e) {
     comms_.abort_all();
-    throw Error("rank " + std::to_string(rank()) + ": " + e.what());
+    const std::string what = e.what();
+    throw Error(what.rfind("rank ", 0) == 0 ? what : "rank " + std::to_string(rank()) + ": " + what);
   }
   DMUON_CUDA_CHECK(cudaEventRecord(events_->comm_end, comm_));
   DMUON_CUDA_CHECK(cudaEventRecord(events_->compute_end, compute_));

@@ -22,6 +22,7 @@
 #include "kernels/comm_world.hpp"
 #include "kernels/executor_buffers.hpp"
 #include "kernels/executor_compute.hpp"
+#include "kernels/executor_timing.hpp"
 
 namespace dmuon::exec {
 
@@ -29,19 +30,6 @@ struct ExecutorOptions {
   double timeout_seconds = 300;  // one run() (a phase) longer than this is a hang: abort
   ComputeOptions compute;
   bool fuse_adamw = true;        // consecutive adamw ops as one multi-tensor launch
-};
-
-// When one op ran, in seconds from the start of its run() on this rank (CUDA events).
-struct OpSpan {
-  int op = 0;           // index into the rank's op list
-  int fused_ops = 1;    // > 1: this span covers op..op+fused_ops-1 (a fused AdamW launch)
-  StreamKind stream = StreamKind::compute;
-  double start_seconds = 0, end_seconds = 0;
-};
-
-struct RunTiming {
-  double seconds = 0;         // run start to the end of its last op on this rank
-  std::vector<OpSpan> spans;  // filled when run() was asked to time ops
 };
 
 enum PhaseMask : unsigned { kForward = 1, kBackward = 2, kOptimizer = 4, kAllPhases = 7 };
@@ -59,6 +47,7 @@ class RankExecutor {
   DeviceBuffers& buffers() { return *buffers_; }
   const Plan& plan() const { return plan_; }
   int rank() const { return comms_.rank(); }
+  int staged_ns_calls() const { return compute_runner_->staged_calls(); }
 
   // Runs this rank's ops of the phases in `phases` in list order and waits for them. AdamW uses
   // step number `adam_step`. With time_ops, every op gets a start and end event.

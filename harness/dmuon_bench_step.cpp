@@ -1,0 +1,209 @@
+#include "harness/dmuon_bench_step.hpp"
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+
+#include <boost/program_options.hpp>
+
+#include "core/calibration.hpp"
+#include "core/device_profile.hpp"
+#include "core/error.hpp"
+#include "core/routing.hpp"
+#include "core/scenario.hpp"
+#include "core/step_planner.hpp"
+#include "harness/dmuon_bench_step_report.hpp"
+#include "kernels/device_query.hpp"
+#include "kernels/executor_bench.hpp"
+#include "kernels/executor_launch.hpp"
+
+namespace po = boost::program_options;
+
+namespace dmuon::bench {
+namespace {
+
+struct Args {
+  std::string scenario, backend = "nccl", launcher = "auto", machine, out_dir = "reports", calibration;
+  std::vector<std::string> strategies;
+  exec::BenchOptions bench;
+  int max_batch = 64;
+  std::string command;
+};
+
+bool parse(int argc, char** argv, Args& a) {
+  po::options_description o("dmuon-bench step options");
+  o.add_options()("help,h", "show this help")
+      ("scenario", po::value(&a.scenario)->required(), "scenario YAML (model, optimizer, strategies, cluster)")
+      ("backend", po::value(&a.backend)->default_value(a.backend), "nccl (the only backend that measures)")
+      ("launcher", po::value(&a.launcher)->default_value(a.launcher), "auto | threads | mpi | env")
+      ("strategy", po::value(&a.strategies)->composing(), "measure only these (repeatable; default: the scenario's)")
+      ("warmup", po::value(&a.bench.warmup)->default_value(a.bench.warmup), "untimed iterations")
+      ("iterations", po::value(&a.bench.iterations)->default_value(a.bench.iterations), "timed iterations")
+      ("timeout", po::value(&a.bench.timeout_seconds)->default_value(a.bench.timeout_seconds),
+       "seconds a phase may take before the job aborts")
+      ("ns-impl", po::value(&a.bench.ns_impl)->default_value(a.bench.ns_impl), "automatic | standard | symmetric | gram ...")
+      ("tune-cache", po::value(&a.bench.tune_cache_file), "NS autotune cache (JSON)")
+      ("max-batch", po::value(&a.max_batch)->default_value(a.max_batch), "same-shape matrices per batched NS call")
+      ("calibration", po::value(&a.calibration), "calibration YAML for the owner assignment's cost model")
+      ("machine", po::value(&a.machine), "report name: reports/step-<machine>.* (default <world>x<gpu>)")
+      ("out-dir", po::value(&a.out_dir)->default_value(a.out_dir), "where the reports go");
+  po::variables_map vm;
+  po::store(po::command_line_parser(argc, argv).options(o).run(), vm);
+  if (vm.count("help")) {
+    std::cout << "usage: dmuon-bench step --scenario FILE [options]\n" << o;
+    return false;
+  }
+  po::notify(vm);
+  if (a.backend != "nccl") throw Error("--backend: '" + a.backend + "' cannot measure a step (available: nccl)");
+  for (int i = 0; i < argc; ++i) a.command += (i ? " " : "dmuon-bench ") + std::string(argv[i]);
+  return true;
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", std::gmtime(&t));
+  return buf;
+}
+
+// "NVIDIA H200" -> "h200"; "NVIDIA H100 80GB HBM3" -> "h100".
+std::string short_gpu_name(const std::string& name) {
+  std::string out;
+  for (const std::string& word : {std::string("H200"), std::string("H100"), std::string("A100"), std::string("B200")}) {
+    if (name.find(word) != std::string::npos) out = word;
+  }
+  if (out.empty()) out = name;
+  for (char& c : out) c = c == ' ' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// [allocated, staged, samples, per sample: comm seconds, spans, 5 a span, optimizer seconds, spans, ...]
+std::vector<double> flatten(const exec::RankMeasurement& m) {
+  std::vector<double> v{m.allocated_bytes, static_cast<double>(m.staged_ns_calls), static_cast<double>(m.samples.size())};
+  auto put = [&](const exec::RunTiming& t) {
+    v.push_back(t.seconds);
+    v.push_back(static_cast<double>(t.spans.size()));
+    for (const auto& s : t.spans) {
+      v.insert(v.end(), {static_cast<double>(s.op), static_cast<double>(s.fused_ops),
+                         s.stream == StreamKind::compute ? 0.0 : 1.0, s.start_seconds, s.end_seconds});
+    }
+  };
+  for (const auto& s : m.samples) {
+    put(s.comm_phase);
+    put(s.optimizer);
+  }
+  return v;
+}
+
+exec::RankMeasurement unflatten(const std::vector<double>& v) {
+  std::size_t i = 0;
+  auto next = [&] { return v.at(i++); };
+  exec::RankMeasurement m;
+  m.allocated_bytes = next();
+  m.staged_ns_calls = static_cast<int>(next());
+  const auto samples = static_cast<std::size_t>(next());
+  auto get = [&](exec::RunTiming& t) {
+    t.seconds = next();
+    const auto n = static_cast<std::size_t>(next());
+    for (std::size_t k = 0; k < n; ++k) {
+      exec::OpSpan s;
+      s.op = static_cast<int>(next());
+      s.fused_ops = static_cast<int>(next());
+      s.stream = next() == 0.0 ? StreamKind::compute : StreamKind::comm;
+      s.start_seconds = next();
+      s.end_seconds = next();
+      t.spans.push_back(s);
+    }
+  };
+  for (std::size_t k = 0; k < samples; ++k) {
+    exec::IterationSample s;
+    get(s.comm_phase);
+    get(s.optimizer);
+    m.samples.push_back(std::move(s));
+  }
+  return m;
+}
+
+CostModel cost_model(const Scenario& sc, const Args& a) {
+  std::optional<CalibrationTable> table;
+  if (!a.calibration.empty()) table = load_calibration(a.calibration);
+  return CostModel(device_profile(sc.cluster.gpu, "cluster.gpu"), table);
+}
+
+void run_rank(exec::RankHandle& h, const Args& a, StepReport& report) {
+  const Scenario sc = load_scenario(a.scenario);
+  const Routing routing = route_parameters(sc.model, sc.routing);
+  const Mesh mesh = mesh_for_cluster(sc.cluster);
+  if (mesh.world() != h.world()) {
+    throw Error(a.scenario + ": cluster has " + std::to_string(mesh.world()) + " GPUs (nodes x gpus_per_node), the job " +
+                std::to_string(h.world()) + " ranks");
+  }
+  const CostModel cost = cost_model(sc, a);
+  StepPlanOptions po;
+  po.plan.max_batch = a.max_batch;
+  std::vector<Strategy> strategies = sc.strategies;
+  if (!a.strategies.empty()) {
+    strategies.clear();
+    for (const auto& s : a.strategies) strategies.push_back(parse_strategy(s, "--strategy"));
+  }
+  for (Strategy s : strategies) {
+    const std::string name(to_string(s));
+    if (h.rank() == 0) std::cerr << "dmuon-bench step: " << name << ": planning and measuring" << std::endl;
+    const StepPlan sp = plan_step(sc.model, routing, sc.optimizer, s, mesh, cost, po);
+    const exec::RankMeasurement mine = exec::measure_plan(h, sp.plan, sc.model, routing, sc.optimizer, a.bench);
+    const auto all = h.all_gather_ragged(flatten(mine));
+    if (h.rank() != 0) continue;
+    std::vector<exec::RankMeasurement> ranks;
+    for (const auto& v : all) ranks.push_back(unflatten(v));
+    StrategyResult r = summarize(name, sp.plan, ranks);
+    if (sp.assignment) r.ns_imbalance_predicted = sp.assignment->imbalance();
+    std::cerr << "dmuon-bench step: " << name << ": optimizer step " << r.step_seconds * 1e3 << " ms, fwd+bwd comm "
+              << r.comm_phase_seconds * 1e3 << " ms" << std::endl;
+    report.strategies.push_back(std::move(r));
+  }
+  if (h.rank() == 0) {
+    report.scenario = a.scenario;
+    report.world = h.world();
+  }
+}
+
+}  // namespace
+
+int step_command(int argc, char** argv) {
+  Args a;
+  try {
+    if (!parse(argc, argv, a)) return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "dmuon-bench step: " << e.what() << " (see --help)\n";
+    return 2;
+  }
+  exec::LaunchOptions lo;
+  try {
+    lo.launcher = exec::parse_launcher(a.launcher, "--launcher");
+  } catch (const Error& e) {
+    std::cerr << "dmuon-bench step: " << e.what() << "\n";
+    return 2;
+  }
+  return exec::launch_ranks(lo, &argc, &argv, [&](exec::RankHandle& h) {
+    StepReport mine;
+    run_rank(h, a, mine);
+    if (h.rank() != 0) return;
+    const auto devices = cuda::visible_devices();
+    mine.gpu = devices.empty() ? "unknown" : devices.front().name;
+    mine.machine = a.machine.empty() ? std::to_string(mine.world) + "x" + short_gpu_name(mine.gpu) : a.machine;
+    mine.command = a.command;
+    mine.date = utc_now();
+    mine.launcher = a.launcher;
+    mine.iterations = a.bench.iterations;
+    mine.warmup = a.bench.warmup;
+    std::filesystem::create_directories(a.out_dir);
+    const std::string base = a.out_dir + "/step-" + mine.machine;
+    write_json(mine, base + ".json");
+    write_markdown(mine, base + ".md");
+    write_chrome_trace(mine, base + "-trace.json");
+    std::cerr << "dmuon-bench step: wrote " << base << ".{md,json} and " << base << "-trace.json" << std::endl;
+  });
+}
+
+}  // namespace dmuon::bench

@@ -1,0 +1,244 @@
+#include "harness/dmuon_verify_nccl.hpp"
+
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "core/device_profile.hpp"
+#include "core/error.hpp"
+#include "core/model_yaml.hpp"
+#include "core/step_planner.hpp"
+#include "harness/verify/distributed_checks.hpp"
+#include "kernels/device_query.hpp"
+#include "kernels/executor_session.hpp"
+#include "kernels/ns_engine.hpp"
+#include "reference/model_step.hpp"
+
+namespace dmuon::verify {
+namespace {
+
+using Flat = std::vector<std::vector<double>>;  // one flat buffer per parameter
+
+// fp32-exact weights, so the GPU's fp32 master and the reference start from the same numbers.
+Flat initial_params(const ModelSpec& model, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  Flat out;
+  for (const ParamSpec& p : model.params) {
+    std::vector<double> v(static_cast<std::size_t>(p.numel()));
+    for (double& x : v) x = static_cast<double>(static_cast<float>(normal(rng)));
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+// k * 2^-10 with |k| <= 127: exact in bf16, and so is the average of two of them, (k0+k1) 2^-11,
+// whatever order NCCL sums in. Reductions then add no rounding, and the distributed run and the
+// reference (or the 1-GPU run fed the average) see the same gradients.
+Flat bf16_exact_grads(const ModelSpec& model, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> k(-127, 127);
+  Flat out;
+  for (const ParamSpec& p : model.params) {
+    std::vector<double> v(static_cast<std::size_t>(p.numel()));
+    for (double& x : v) x = std::ldexp(static_cast<double>(k(rng)), -10);
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+Flat average(const std::vector<Flat>& ranks) {
+  Flat out = ranks.front();
+  for (std::size_t p = 0; p < out.size(); ++p) {
+    for (std::size_t i = 0; i < out[p].size(); ++i) {
+      double s = 0;
+      for (const Flat& r : ranks) s += r[p][i];
+      out[p][i] = s / static_cast<double>(ranks.size());
+    }
+  }
+  return out;
+}
+
+struct Job {
+  std::string key;
+  Plan plan;
+};
+
+// Runs every job's plan on `world` GPUs (one job after the other, one communicator setup) and
+// returns, per job, the parameters after the steps (initial values where no rank updated).
+std::map<std::string, Flat> run_jobs(int world, const std::vector<Job>& jobs, const ModelSpec& model, const Routing& routing,
+                                     const std::map<std::string, OptimizerConfig>& configs, const Flat& initial,
+                                     const std::vector<std::vector<Flat>>& grads, std::map<std::string, std::string>& errors) {
+  std::map<std::string, Flat> out;
+  exec::LaunchOptions lo;
+  lo.launcher = exec::Launcher::threads;
+  lo.threads_world = world;
+  const int code = exec::launch_ranks(lo, nullptr, nullptr, [&](exec::RankHandle& h) {
+    for (const Job& job : jobs) {
+      const OptimizerConfig& config = configs.at(job.key.substr(job.key.rfind('/') + 1));
+      exec::PlanSession session(h, job.plan, model, routing, config, {});
+      session.set_params(initial);
+      for (const auto& step_grads : grads) session.step(world == 1 ? average(step_grads) : step_grads[static_cast<std::size_t>(h.rank())]);
+      std::vector<double> flat;
+      for (const auto& u : session.updated_masters()) {
+        flat.insert(flat.end(), {static_cast<double>(u.region.param), static_cast<double>(u.region.offset),
+                                 static_cast<double>(u.region.count)});
+        flat.insert(flat.end(), u.master.begin(), u.master.end());
+      }
+      const auto all = h.all_gather_ragged(flat);
+      if (h.rank() != 0) continue;
+      Flat params = initial;
+      for (const auto& v : all) {
+        for (std::size_t i = 0; i < v.size();) {
+          const auto p = static_cast<std::size_t>(v[i]);
+          const auto offset = static_cast<std::size_t>(v[i + 1]), count = static_cast<std::size_t>(v[i + 2]);
+          std::copy(v.begin() + static_cast<long>(i + 3), v.begin() + static_cast<long>(i + 3 + count), params[p].begin() + static_cast<long>(offset));
+          i += 3 + count;
+        }
+      }
+      out[job.key] = std::move(params);
+    }
+  });
+  if (code != 0) {
+    for (const Job& job : jobs) {
+      if (!out.count(job.key)) errors[job.key] = "the " + std::to_string(world) + "-GPU job failed (see the rank errors above)";
+    }
+  }
+  return out;
+}
+
+Eigen::MatrixXd column(const std::vector<double>& v) { return Eigen::Map<const Eigen::VectorXd>(v.data(), static_cast<long>(v.size())); }
+
+CaseResult named(const std::string& name) {
+  CaseResult r;
+  r.name = name;
+  return r;
+}
+
+CaseResult compare_update(const std::string& name, const std::vector<double>& got, const std::vector<double>& want,
+                          const std::vector<double>& initial, double tol) {
+  std::vector<double> dg(got.size()), dw(want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    dg[i] = got[i] - initial[i];
+    dw[i] = want[i] - initial[i];
+  }
+  CaseResult r = compare_rel(name, column(dg), column(dw), tol);
+  r.metric = "rel_fro_of_update";
+  return r;
+}
+
+}  // namespace
+
+std::vector<CaseResult> run_nccl_cases(const NcclVerifyOptions& o) {
+  const auto devices = cuda::visible_devices();
+  if (static_cast<int>(devices.size()) < o.world) {
+    throw Error("--backend nccl: needs " + std::to_string(o.world) + " GPUs, " + std::to_string(devices.size()) + " visible" +
+                (devices.empty() ? " (" + cuda::no_device_reason() + ")" : ""));
+  }
+  const ModelSpec model = o.model_file.empty() ? distributed_test_model() : load_model_file(o.model_file);
+  const Routing routing = route_parameters(model, {});
+  const Flat initial = initial_params(model, o.seed);
+  std::vector<std::vector<Flat>> grads(static_cast<std::size_t>(o.steps));
+  for (int s = 0; s < o.steps; ++s) {
+    for (int r = 0; r < o.world; ++r) grads[static_cast<std::size_t>(s)].push_back(bf16_exact_grads(model, o.seed + 1000u * (s + 1) + r));
+  }
+  std::map<std::string, OptimizerConfig> configs;
+  std::vector<Job> jobs, bitwise_multi, bitwise_single;
+  const CostModel cost(device_profile("h200"));
+  const Mesh mesh = make_mesh(1, o.world, "--world"), single = make_mesh(1, 1, "single");
+  for (const std::string& preset : o.presets) {
+    configs[preset] = optimizer_preset(preset);
+    StepPlanOptions po;
+    po.plan.zero1_chunk_matrices = 5;  // several chunks and buckets, as the CPU distributed checks
+    po.plan.ddp_bucket_bytes = 4096;
+    for (Strategy s : o.strategies) {
+      jobs.push_back({"nccl/" + std::string(to_string(s)) + "/" + preset, plan_step(model, routing, configs[preset], s, mesh, cost, po).plan});
+    }
+    po.plan.max_batch = 1;  // batch size changes which cuBLAS kernel runs: keep it equal on both sides
+    const Strategy ded = Strategy::dedicated;
+    bitwise_multi.push_back({"nccl/dedicated-bitwise/" + preset, plan_step(model, routing, configs[preset], ded, mesh, cost, po).plan});
+    bitwise_single.push_back({"nccl/dedicated-bitwise/" + preset, plan_step(model, routing, configs[preset], ded, single, cost, po).plan});
+  }
+  jobs.insert(jobs.end(), bitwise_multi.begin(), bitwise_multi.end());
+  std::map<std::string, std::string> errors;
+  const auto multi = run_jobs(o.world, jobs, model, routing, configs, initial, grads, errors);
+  std::map<std::string, std::string> single_errors;
+  const auto one = run_jobs(1, bitwise_single, model, routing, configs, initial, grads, single_errors);
+
+  std::vector<CaseResult> out;
+  for (const Job& job : jobs) {
+    const std::string preset = job.key.substr(job.key.rfind('/') + 1);
+    if (errors.count(job.key)) {
+      CaseResult r = named(job.key);
+      r.detail = errors[job.key];
+      out.push_back(r);
+      continue;
+    }
+    const Flat& got = multi.at(job.key);
+    if (job.key.find("dedicated-bitwise") != std::string::npos) {
+      if (!one.count(job.key)) {
+        CaseResult r = named(job.key + "/vs-1-gpu");
+        r.detail = single_errors.count(job.key) ? single_errors[job.key] : "no 1-GPU result";
+        out.push_back(r);
+        continue;
+      }
+      CaseResult worst = named(job.key + "/vs-1-gpu");
+      worst.metric = "bitwise";
+      worst.passed = true;
+      for (std::size_t p = 0; p < got.size() && worst.passed; ++p) {
+        CaseResult r = compare_bitwise(worst.name, column(got[p]), column(one.at(job.key)[p]));
+        if (!r.passed) {
+          worst = r;
+          worst.detail = "first difference in " + model.params[p].name + (r.detail.empty() ? "" : ": " + r.detail);
+        }
+      }
+      out.push_back(worst);
+      continue;
+    }
+    const bool all_adamw = job.key.find("/adamw/") != std::string::npos;
+    ref::FlatParams init_eigen;
+    for (const auto& v : initial) init_eigen.push_back(column(v));
+    ref::ModelStep reference(model, routing, configs[preset], all_adamw, init_eigen, ref::Rounding::emulate);
+    for (const auto& step_grads : grads) {
+      std::vector<ref::FlatParams> g;
+      for (const Flat& rank : step_grads) {
+        ref::FlatParams x;
+        for (const auto& v : rank) x.push_back(column(v));
+        g.push_back(std::move(x));
+      }
+      reference.step(g);
+    }
+    const double muon_tol = cuda::accuracy_gate(configs[preset].muon.ns);
+    CaseResult muon_worst = named(job.key + "/muon-vs-reference"), adamw_worst = named(job.key + "/adamw-vs-reference");
+    muon_worst.passed = adamw_worst.passed = true;
+    bool any_muon = false;
+    for (std::size_t p = 0; p < got.size(); ++p) {
+      const bool is_muon = !all_adamw && routing.per_param[p] == Update::muon;
+      const Eigen::VectorXd& want = reference.params()[p];
+      const std::vector<double> want_v(want.data(), want.data() + want.size());
+      // AdamW runs in fp32 on both sides (the reference rounding where the GPU stores).
+      CaseResult r = compare_update(job.key, got[p], want_v, initial[p], is_muon ? muon_tol : 1e-3);
+      CaseResult& w = is_muon ? muon_worst : adamw_worst;
+      any_muon = any_muon || is_muon;
+      if ((w.passed && !r.passed) || (w.passed == r.passed && r.error > w.error)) {
+        const std::string keep = w.name;
+        w = r;
+        w.name = keep;
+        w.detail = "worst: " + model.params[p].name;
+      }
+    }
+    if (any_muon) out.push_back(muon_worst);
+    out.push_back(adamw_worst);
+  }
+  return out;
+}
+
+std::vector<VerifyCase> nccl_cases(int world, const std::string& model_file, std::uint64_t seed) {
+  NcclVerifyOptions o;
+  o.world = world;
+  o.model_file = model_file;
+  o.seed = seed;
+  return {{"nccl/" + std::to_string(world) + "-gpu", [o] { return run_nccl_cases(o); }}};
+}
+
+}  // namespace dmuon::verify

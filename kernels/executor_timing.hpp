@@ -1,0 +1,25 @@
+// What the executor measured, as plain data (no CUDA header): op spans from CUDA events.
+#pragma once
+#include <vector>
+
+#include "core/plan.hpp"
+
+namespace dmuon::exec {
+
+// When one op ran, in seconds from the start of its run on this rank (CUDA events).
+struct OpSpan {
+  int op = 0;         // index into the rank's op list
+  int fused_ops = 1;  // > 1: this span covers op..op+fused_ops-1 (a fused AdamW launch)
+  StreamKind stream = StreamKind::compute;
+  double start_seconds = 0, end_seconds = 0;
+};
+
+struct RunTiming {
+  double seconds = 0;         // run start to the end of its last op on this rank
+  std::vector<OpSpan> spans;  // filled when the run was asked to time ops
+};
+
+// Seconds covered by the union of the spans on `stream` (all streams when null).
+double busy_seconds(const std::vector<OpSpan>& spans, const StreamKind* stream);
+
+}  // namespace dmuon::exec
