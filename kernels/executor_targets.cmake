@@ -17,6 +17,7 @@ add_library(dmuon_executor
   executor_collectives.cpp
   executor_compute.cpp
   nccl_executor.cpp
+  executor_deps.cpp
   executor_launch.cpp
   executor_bench.cpp
   executor_session.cpp

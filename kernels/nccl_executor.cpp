@@ -2,16 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
-#include <set>
 #include <sstream>
 #include <thread>
-#include <tuple>
 
 #include "core/error.hpp"
-#include "core/plan_writer.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/executor_collectives.hpp"
+#include "kernels/executor_deps.hpp"
 
 namespace dmuon::exec {
 namespace {
@@ -25,36 +22,6 @@ unsigned phase_bit(Phase p) {
     case Phase::optimizer: return kOptimizer;
   }
   return 0;
-}
-
-// Ops on the other stream each op must wait for: its Plan dependencies there, and, for every
-// (parameter, buffer) it writes, the last op there that read or wrote it (the Plan records only
-// last writers; a write must also wait for earlier readers on the other stream).
-std::vector<std::vector<int>> cross_stream_waits(const std::vector<Op>& ops, const Routing& routing) {
-  using Key = std::tuple<std::size_t, BufferKind, StreamKind>;
-  std::map<Key, int> last_access;
-  std::vector<std::vector<int>> waits(ops.size());
-  for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
-    const Op& op = ops[at(i)];
-    const StreamKind other = op.stream == StreamKind::compute ? StreamKind::comm : StreamKind::compute;
-    std::set<int> w;
-    for (int d : op.deps) {
-      if (d >= 0 && d < i && ops[at(d)].stream != op.stream) w.insert(d);
-    }
-    const auto params = params_touched(op, routing);
-    for (std::size_t p : params) {
-      for (BufferKind b : buffers_written(op)) {
-        const auto it = last_access.find({p, b, other});
-        if (it != last_access.end()) w.insert(it->second);
-      }
-    }
-    for (std::size_t p : params) {
-      for (BufferKind b : buffers_read(op)) last_access[{p, b, op.stream}] = i;
-      for (BufferKind b : buffers_written(op)) last_access[{p, b, op.stream}] = i;
-    }
-    waits[at(i)].assign(w.begin(), w.end());
-  }
-  return waits;
 }
 
 cudaEvent_t new_event() {
