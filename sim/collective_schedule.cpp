@@ -198,53 +198,62 @@ CollectiveSchedule make_schedule(const CollectiveCall& call, const Topology& top
 
 FastSummary summarize(const CollectiveSchedule& schedule, const Topology& topo) {
   FastSummary s;
+  const auto& links = topo.links();
+  struct EdgeInfo {
+    std::vector<int> route;
+    double latency_s;
+  };
+  std::vector<EdgeInfo> info;
   std::map<std::pair<int, int>, double> pairs;
-  double busiest_edge_s = 0;
-  // (step, +1 start / -1 end, latency, transfer seconds per step)
-  std::vector<std::tuple<int, int, double, double>> events;
-  for (const auto& e : schedule.edges) {
+  std::vector<double> total_bytes(links.size(), 0);
+  std::vector<std::pair<int, int>> events;  // (step, edge index): edges start at first_step
+  for (std::size_t i = 0; i < schedule.edges.size(); ++i) {
+    const auto& e = schedule.edges[i];
+    const auto route = topo.route(e.src, e.dst);
+    info.push_back({route, topo.route_latency_s(e.src, e.dst)});
     pairs[{e.src, e.dst}] += e.bytes_per_step * e.steps;
-    const double lat = topo.route_latency_s(e.src, e.dst);
-    const double per_step_s = e.bytes_per_step / topo.route_bw_Bps(e.src, e.dst);
-    busiest_edge_s = std::max(busiest_edge_s, per_step_s * e.steps);
-    s.max_route_latency_s = std::max(s.max_route_latency_s, lat);
-    events.emplace_back(e.first_step, 1, lat, per_step_s);
-    events.emplace_back(e.first_step + e.steps, -1, lat, per_step_s);
+    for (int l : route) total_bytes[static_cast<std::size_t>(l)] += e.bytes_per_step * e.steps;
+    s.max_route_latency_s = std::max(s.max_route_latency_s, info.back().latency_s);
+    events.emplace_back(e.first_step, static_cast<int>(i));
   }
   for (const auto& [key, bytes] : pairs) s.pair_bytes.emplace_back(key.first, key.second, bytes);
-  std::sort(events.begin(), events.end(), [](const auto& a, const auto& b) {
-    return std::get<0>(a) != std::get<0>(b) ? std::get<0>(a) < std::get<0>(b) : std::get<1>(a) < std::get<1>(b);
-  });
-  std::multiset<double> lat_active, time_active;
-  double serial_s = 0;
-  for (std::size_t i = 0; i < events.size();) {
-    const int step = std::get<0>(events[i]);
-    for (; i < events.size() && std::get<0>(events[i]) == step; ++i) {
-      const auto& [t, kind, lat, per_step_s] = events[i];
-      if (kind > 0) {
-        lat_active.insert(lat), time_active.insert(per_step_s);
-      } else {
-        lat_active.erase(lat_active.find(lat)), time_active.erase(time_active.find(per_step_s));
+  for (std::size_t l = 0; l < links.size(); ++l) s.busiest_link_s = std::max(s.busiest_link_s, total_bytes[l] / links[l].bw_Bps);
+  // Segments of steps with the same active edges: boundaries where an edge starts or ends.
+  std::set<int> bounds;
+  for (const auto& e : schedule.edges) bounds.insert(e.first_step), bounds.insert(e.first_step + e.steps);
+  std::sort(events.begin(), events.end());
+  std::vector<int> active;
+  constexpr double kNever = 1e30;
+  std::vector<double> load(links.size(), 0), first_s(links.size(), kNever);
+  std::size_t next = 0;
+  for (auto it = bounds.begin(); it != bounds.end() && std::next(it) != bounds.end(); ++it) {
+    const int t0 = *it, t1 = *std::next(it);
+    std::erase_if(active, [&](int i) { return schedule.edges[static_cast<std::size_t>(i)].first_step + schedule.edges[static_cast<std::size_t>(i)].steps <= t0; });
+    for (; next < events.size() && events[next].first <= t0; ++next) active.push_back(events[next].second);
+    // A link is busy from the earliest arrival of its flows (their route latency) until all
+    // of its bytes have passed.
+    for (int i : active) {
+      for (int l : info[static_cast<std::size_t>(i)].route) {
+        load[static_cast<std::size_t>(l)] += schedule.edges[static_cast<std::size_t>(i)].bytes_per_step;
+        first_s[static_cast<std::size_t>(l)] = std::min(first_s[static_cast<std::size_t>(l)], info[static_cast<std::size_t>(i)].latency_s);
       }
     }
-    if (i == events.size() || lat_active.empty()) continue;
-    const int span = std::get<0>(events[i]) - step;  // steps until the active set changes
-    s.latency_sum_s += span * *lat_active.rbegin();
-    serial_s += span * *time_active.rbegin();
+    double step_s = 0;
+    for (int i : active) {
+      step_s = std::max(step_s, info[static_cast<std::size_t>(i)].latency_s);
+      for (int l : info[static_cast<std::size_t>(i)].route) {
+        const auto k = static_cast<std::size_t>(l);
+        step_s = std::max(step_s, first_s[k] + load[k] / links[k].bw_Bps);
+      }
+    }
+    for (int i : active) {
+      for (int l : info[static_cast<std::size_t>(i)].route) load[static_cast<std::size_t>(l)] = 0, first_s[static_cast<std::size_t>(l)] = kNever;
+    }
+    s.isolated_s += (t1 - t0) * step_s;
   }
-  s.serialization = busiest_edge_s > 0 ? std::max(1.0, serial_s / busiest_edge_s) : 1;
   return s;
 }
 
-double isolated_seconds(const CollectiveSchedule& schedule, const Topology& topo) {
-  const FastSummary s = summarize(schedule, topo);
-  std::vector<double> load_bytes(topo.links().size(), 0);
-  for (const auto& [src, dst, bytes] : s.pair_bytes) {
-    for (int l : topo.route(src, dst)) load_bytes[static_cast<std::size_t>(l)] += bytes;
-  }
-  double busiest_s = 0;
-  for (std::size_t l = 0; l < load_bytes.size(); ++l) busiest_s = std::max(busiest_s, load_bytes[l] / topo.links()[l].bw_Bps);
-  return s.latency_sum_s + s.serialization * busiest_s;
-}
+double isolated_seconds(const CollectiveSchedule& schedule, const Topology& topo) { return summarize(schedule, topo).isolated_s; }
 
 }  // namespace dmuon::sim

@@ -1,7 +1,8 @@
 // NCCL's collective algorithms as schedules of point-to-point sends: which rank sends how many
 // bytes to which, in which pipeline steps. One schedule drives both simulation modes: `flows`
-// sends every step's edges as SimGrid flows, `fast` sends all bytes as one parallel task and adds
-// the latency and pipeline-fill terms this file computes from the same schedule.
+// sends every step's edges as SimGrid flows, `fast` sends all bytes as one parallel task (whose
+// time stretches under other traffic) and adds what the same schedule alone would spend beyond
+// its busiest link's bytes: per-step latencies and pipeline fill.
 //   ring all-reduce:       2(p-1) steps, every ring edge carries S/(p C) per step and channel
 //   ring all-gather / reduce-scatter: p-1 steps, S/(p C) per step and channel
 //   pipelined broadcast / reduce: a chain from (to) the root, k = ceil(S / (C chunk)) chunks,
@@ -57,18 +58,19 @@ CollectiveSchedule make_schedule(const CollectiveCall& call, const Topology& top
 // What `fast` mode needs from a schedule.
 struct FastSummary {
   std::vector<std::tuple<int, int, double>> pair_bytes;  // (src, dst, total bytes), merged
-  double latency_sum_s = 0;    // sum over steps of the slowest active route's latency
-  double max_route_latency_s = 0;  // what a SimGrid L07 parallel task charges once by itself
-  // (sum over steps of the slowest active edge's transfer time) / (the busiest edge's total
-  // transfer time): 1 for a ring, (p-2+k)/k for a chain, >= 1 always. Multiplies the parallel
-  // task's bandwidth time to restore the pipeline fill the task does not see.
-  double serialization = 1;
+  // The schedule alone on the cluster, step by step as `flows` runs it: a step ends when its
+  // last link drains, a link being busy from the first arrival of its flows (their route
+  // latency) for its bytes over its bandwidth (NVLink port, NIC port or rail uplink).
+  double isolated_s = 0;
+  // The busiest link's total bytes over its bandwidth: what a parallel task of pair_bytes takes
+  // without other traffic (beyond the latency it charges once, max_route_latency_s).
+  double busiest_link_s = 0;
+  double max_route_latency_s = 0;
 };
 FastSummary summarize(const CollectiveSchedule& schedule, const Topology& topo);
 
-// Seconds of the schedule alone on the cluster (no other traffic): latency terms plus the
-// busiest link's bytes over its bandwidth, times the serialization. What `fast` mode yields
-// without contention; used by `auto` and by the closed-form tests.
+// Seconds of the schedule alone on the cluster (no other traffic, no launch latency):
+// FastSummary::isolated_s. Used by `auto` and by the closed-form tests.
 double isolated_seconds(const CollectiveSchedule& schedule, const Topology& topo);
 
 }  // namespace dmuon::sim

@@ -165,7 +165,7 @@ void Runner::run_flows(const CollectiveSchedule& s) {
 }
 
 // All bytes as one parallel task (L07 charges the slowest route's latency once), then the
-// schedule's remaining latency and pipeline fill.
+// schedule's remaining latency and pipeline fill (collective_schedule.hpp, FastSummary).
 void Runner::run_fast(const CollectiveSchedule& s) {
   const FastSummary f = summarize(s, topo_);
   std::vector<int> hosts_used;
@@ -180,10 +180,10 @@ void Runner::run_fast(const CollectiveSchedule& s) {
   for (int r : hosts_used) hosts.push_back(hosts_[static_cast<std::size_t>(r)]);
   std::vector<double> flops(n, 0), bytes(n * n, 0);
   for (const auto& [src, dst, b] : f.pair_bytes) bytes[index.at(src) * n + index.at(dst)] += b;
-  const double t0 = sg4::Engine::get_clock();
   sg4::this_actor::parallel_execute(hosts, flops, bytes);
-  const double bandwidth_s = std::max(0.0, sg4::Engine::get_clock() - t0 - f.max_route_latency_s);
-  const double extra = f.latency_sum_s - f.max_route_latency_s + bandwidth_s * (f.serialization - 1);
+  // The task took max_route_latency + (its bandwidth time under whatever else runs); alone it
+  // would take busiest_link_s. Add what the schedule spends beyond that: latencies and fill.
+  const double extra = f.isolated_s - f.busiest_link_s - f.max_route_latency_s;
   if (extra > 0) sg4::this_actor::sleep_for(extra);
 }
 
@@ -258,7 +258,7 @@ SimOutcome from_json(const json& j) {
   return o;
 }
 
-std::string simulate_here(const StepProgram& program, const ClusterSpec& cluster, const SimOptions& options) {
+SimOutcome simulate_here(const StepProgram& program, const ClusterSpec& cluster, const SimOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   const Topology topo(cluster);
   if (static_cast<int>(program.ranks.size()) != topo.world()) {
@@ -286,7 +286,7 @@ std::string simulate_here(const StepProgram& program, const ClusterSpec& cluster
     write_chrome_trace(options.trace_file, program, start, end, topo.gpus_per_node(), options.trace_nodes);
   }
   o.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return to_json(o).dump();
+  return o;
 }
 
 }  // namespace
@@ -301,8 +301,14 @@ double CollectiveRecord::busbw_GBps() const {
 }
 
 SimOutcome simulate(const StepProgram& program, const ClusterSpec& cluster, const SimOptions& options) {
-  const std::string text = run_isolated([&] { return simulate_here(program, cluster, options); });
-  return from_json(json::parse(text));
+  return outcome_from_json(run_isolated([&] { return outcome_to_json(simulate_here(program, cluster, options)); }));
 }
+
+SimOutcome simulate_in_process(const StepProgram& program, const ClusterSpec& cluster, const SimOptions& options) {
+  return simulate_here(program, cluster, options);
+}
+
+std::string outcome_to_json(const SimOutcome& o) { return to_json(o).dump(); }
+SimOutcome outcome_from_json(const std::string& text) { return from_json(json::parse(text)); }
 
 }  // namespace dmuon::sim

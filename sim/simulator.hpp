@@ -44,5 +44,11 @@ struct SimOptions {
 // Forks a child for the simulation (isolated_run.hpp). Throws dmuon::Error for a deadlock
 // (naming the rank and op that never ran) or a trace file that cannot be written.
 SimOutcome simulate(const StepProgram& program, const ClusterSpec& cluster, const SimOptions& options);
+// The same in this process: only once per process (SimGrid's one Engine), e.g. in a child.
+SimOutcome simulate_in_process(const StepProgram& program, const ClusterSpec& cluster, const SimOptions& options);
+
+// Text form of an outcome, to cross a process boundary.
+std::string outcome_to_json(const SimOutcome& o);
+SimOutcome outcome_from_json(const std::string& text);
 
 }  // namespace dmuon::sim

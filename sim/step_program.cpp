@@ -173,13 +173,14 @@ class RankBuilder {
   // Shared across ranks: merge key -> collective index; plan collective id -> merged index;
   // forward collective index -> its Z3 backward copy.
   std::map<std::tuple<int, int, int, int, int>, int> by_key;
-  std::map<std::int64_t, int> by_id;
+  std::vector<int> by_id;  // indexed by the Plan's collective id, -1 = not seen yet
   std::map<int, int> regather;
 };
 
 int RankBuilder::merged_index(int rank, const Op& op, int unit) {
-  auto known = by_id.find(op.collective);
-  if (known != by_id.end()) return known->second;
+  const auto id = static_cast<std::size_t>(op.collective);
+  if (id >= by_id.size()) by_id.resize(std::max(id + 1, 2 * by_id.size()), -1);
+  if (by_id[id] >= 0) return by_id[id];
   int index = -1;
   const bool mergeable = op.phase != Phase::optimizer && unit >= 0 && !as_is_;
   const auto key = std::make_tuple(int(op.kind), op.group, int(op.phase), int(op.buffer), unit);
@@ -218,7 +219,7 @@ int RankBuilder::merged_index(int rank, const Op& op, int unit) {
       }
     }
   }
-  by_id[op.collective] = index;
+  by_id[id] = index;
   return index;
 }
 

@@ -6,6 +6,9 @@
 
 #include "core/error.hpp"
 #include "core/step_planner.hpp"
+#include "sim/isolated_run.hpp"
+
+#include <nlohmann/json.hpp>
 
 namespace dmuon::sim {
 
@@ -17,25 +20,47 @@ CostModel scenario_cost_model(const Scenario& scenario, const std::string& calib
   return CostModel(device, load_calibration(file));
 }
 
-StrategyResult run_strategy(const Scenario& scenario, Strategy strategy, const CostModel& cost,
-                            const RunOptions& options) {
+namespace {
+
+using nlohmann::json;
+
+// Runs in the child process: planning there keeps the parent small (a forked parent that keeps
+// allocating pays a copy-on-write fault per page) and the child exits without freeing the
+// Plan's million small blocks (the Plan and program are deliberately leaked: the process ends
+// right after).
+json run_here(const Scenario& scenario, Strategy strategy, const CostModel& cost, const RunOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   const Routing routing = route_parameters(scenario.model, scenario.routing);
   const Mesh mesh = mesh_for_cluster(scenario.cluster);
-  StepPlanOptions plan_options;
-  const StepPlan step = plan_step(scenario.model, routing, scenario.optimizer, strategy, mesh, cost, plan_options);
+  auto* step = new StepPlan(plan_step(scenario.model, routing, scenario.optimizer, strategy, mesh, cost, StepPlanOptions{}));
+  const MemoryBreakdown memory = memory_per_gpu(step->plan, scenario.model, routing, scenario.training);
+  if (options.check_memory) check_fits(strategy, memory, scenario.cluster.gpu_memory_GiB);
+  auto* program = new StepProgram(build_step_program(step->plan, scenario.model, routing, scenario.optimizer, cost,
+                                                     scenario.training, options.program));
+  json j = {{"plan_wall_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()},
+            {"memory", {memory.master_bytes, memory.grad_bytes, memory.state_bytes, memory.transient_bytes, memory.activation_bytes}},
+            {"compute_source", program->compute_source}, {"optimizer_source", program->optimizer_source},
+            {"fwd_bwd_compute_s", program->fwd_bwd_compute_s}};
+  if (step->assignment) j["assignment_imbalance"] = step->assignment->imbalance();
+  j["outcome"] = outcome_to_json(simulate_in_process(*program, scenario.cluster, options.sim));
+  return j;
+}
+
+}  // namespace
+
+StrategyResult run_strategy(const Scenario& scenario, Strategy strategy, const CostModel& cost,
+                            const RunOptions& options) {
+  const json j = json::parse(run_isolated([&] { return run_here(scenario, strategy, cost, options).dump(); }));
   StrategyResult r;
   r.strategy = strategy;
-  r.memory = memory_per_gpu(step.plan, scenario.model, routing, scenario.training);
-  if (options.check_memory) check_fits(strategy, r.memory, scenario.cluster.gpu_memory_GiB);
-  if (step.assignment) r.assignment_imbalance = step.assignment->imbalance();
-  const StepProgram program = build_step_program(step.plan, scenario.model, routing, scenario.optimizer, cost,
-                                                 scenario.training, options.program);
-  r.plan_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  r.compute_source = program.compute_source;
-  r.optimizer_source = program.optimizer_source;
-  r.fwd_bwd_compute_s = program.fwd_bwd_compute_s;
-  r.outcome = simulate(program, scenario.cluster, options.sim);
+  const auto mem = j.at("memory").get<std::vector<double>>();
+  r.memory = {mem.at(0), mem.at(1), mem.at(2), mem.at(3), mem.at(4)};
+  if (j.contains("assignment_imbalance")) r.assignment_imbalance = j.at("assignment_imbalance").get<double>();
+  r.plan_wall_s = j.at("plan_wall_s");
+  r.compute_source = j.at("compute_source");
+  r.optimizer_source = j.at("optimizer_source");
+  r.fwd_bwd_compute_s = j.at("fwd_bwd_compute_s");
+  r.outcome = outcome_from_json(j.at("outcome").get<std::string>());
   const SimOutcome& o = r.outcome;
   r.step_s = o.step_s;
   r.fwd_bwd_s = o.grads_ready_s;

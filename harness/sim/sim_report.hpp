@@ -1,0 +1,42 @@
+// dmuon-sim's outputs: the per-strategy table, the JSON and CSV files, the sweep's scaling
+// table and the validation against a measured `dmuon-bench step` report.
+#pragma once
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/scenario.hpp"
+#include "sim/strategy_run.hpp"
+
+namespace dmuon::simcli {
+
+// One strategy's outcome: a result, or the reason it has none (e.g. it does not fit).
+struct StrategyRow {
+  Strategy strategy = Strategy::adamw;
+  std::optional<sim::StrategyResult> result;
+  std::string error;
+};
+
+struct ScenarioRun {
+  Scenario scenario;
+  std::string label;  // the sweep value, or empty
+  std::vector<StrategyRow> rows;
+};
+
+// Runs every strategy of the scenario (strategy errors are kept in their row).
+ScenarioRun run_scenario(const Scenario& scenario, const std::vector<Strategy>& strategies, const CostModel& cost,
+                         const sim::RunOptions& options, const std::string& label = "");
+
+void print_table(std::ostream& out, const ScenarioRun& run);
+void print_scaling_table(std::ostream& out, const std::string& key, const std::vector<ScenarioRun>& runs);
+
+// Throws dmuon::Error naming the file when it cannot be written.
+void write_json(const std::string& file, const std::vector<ScenarioRun>& runs, const std::string& command);
+void write_csv(const std::string& file, const std::vector<ScenarioRun>& runs);
+
+std::string utc_now();
+// "out/trace.json" + "dedicated" -> "out/trace-dedicated.json".
+std::string with_suffix(const std::string& file, const std::string& suffix);
+
+}  // namespace dmuon::simcli

@@ -1,0 +1,109 @@
+#include "harness/sim/sim_validate.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "harness/sim/sim_report.hpp"
+#include "sim/strategy_run.hpp"
+
+namespace dmuon::simcli {
+namespace {
+
+nlohmann::json read_json(const std::string& file) {
+  std::ifstream in(file);
+  if (!in) throw Error("--validate: cannot open '" + file + "'");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("--validate: " + file + ": not valid JSON: " + e.what());
+  }
+}
+
+double positive_number(const nlohmann::json& j, const std::string& key, const std::string& where) {
+  if (!j.contains(key) || !j.at(key).is_number()) throw Error(where + "." + key + ": missing or not a number");
+  const double v = j.at(key).get<double>();
+  if (!(v >= 0) || !std::isfinite(v)) throw Error(where + "." + key + ": must be a finite number >= 0");
+  return v;
+}
+
+}  // namespace
+
+double Validation::max_abs_rel_error() const {
+  double m = 0;
+  for (const auto& r : rows) m = std::max(m, std::abs(r.rel_error()));
+  return m;
+}
+
+Validation validate(const std::string& measured_file, const std::string& scenario_file, const std::string& calibration,
+                    SimMode mode) {
+  const nlohmann::json j = read_json(measured_file);
+  Validation v;
+  v.measured_file = measured_file;
+  v.machine = j.value("machine", "");
+  v.scenario_file = scenario_file;
+  if (v.scenario_file.empty()) {
+    if (!j.contains("scenario") || !j.at("scenario").is_string()) {
+      throw Error(measured_file + ": scenario: missing (or pass --scenario)");
+    }
+    v.scenario_file = j.at("scenario").get<std::string>();
+  }
+  if (!j.contains("strategies") || !j.at("strategies").is_array()) throw Error(measured_file + ": strategies: missing or not a list");
+  Scenario scenario = load_scenario(v.scenario_file);
+  scenario.sim_mode = mode;
+  v.mode = std::string(to_string(mode));
+  const CostModel cost = sim::scenario_cost_model(scenario, calibration);
+  sim::RunOptions options;
+  options.sim.mode = mode;
+  options.program.plan_as_is = true;
+  options.check_memory = false;  // the benchmark ran it: memory is not the question here
+  int index = 0;
+  for (const auto& s : j.at("strategies")) {
+    const std::string where = measured_file + ": strategies[" + std::to_string(index++) + "]";
+    if (!s.contains("strategy") || !s.at("strategy").is_string()) throw Error(where + ".strategy: missing");
+    const Strategy strategy = parse_strategy(s.at("strategy").get<std::string>(), where + ".strategy");
+    const double opt = positive_number(s, "optimizer_step_seconds_median", where);
+    const double comm = s.contains("fwd_bwd_comm_seconds_median") ? positive_number(s, "fwd_bwd_comm_seconds_median", where) : 0;
+    const sim::StrategyResult r = sim::run_strategy(scenario, strategy, cost, options);
+    const std::string name(to_string(strategy));
+    if (opt > 0) v.rows.push_back({name, "optimizer step", r.optimizer_s, opt});
+    if (comm > 0) v.rows.push_back({name, "fwd/bwd collectives", r.fwd_bwd_s, comm});
+  }
+  if (v.rows.empty()) throw Error(measured_file + ": no strategy has a measured time > 0");
+  return v;
+}
+
+void print_validation(std::ostream& out, const Validation& v) {
+  out << "dmuon-sim --validate " << v.measured_file << " (machine " << v.machine << ", scenario " << v.scenario_file
+      << ", mode " << v.mode << ")\n";
+  out << std::left << std::setw(15) << "strategy" << std::setw(22) << "quantity" << std::right << std::setw(14)
+      << "predicted ms" << std::setw(13) << "measured ms" << std::setw(10) << "error" << "\n";
+  for (const auto& r : v.rows) {
+    std::ostringstream e;
+    e << std::showpos << std::fixed << std::setprecision(1) << r.rel_error() * 100 << "%";
+    out << std::left << std::setw(15) << r.strategy << std::setw(22) << r.quantity << std::right << std::fixed
+        << std::setprecision(3) << std::setw(14) << r.predicted_s * 1e3 << std::setw(13) << r.measured_s * 1e3
+        << std::setw(10) << e.str() << "\n";
+  }
+  out << "max_abs_rel_error " << std::fixed << std::setprecision(4) << v.max_abs_rel_error() << "\n";
+}
+
+void write_validation_json(const std::string& file, const Validation& v, const std::string& command) {
+  nlohmann::json j = {{"command", command}, {"date", utc_now()}, {"measured_file", v.measured_file},
+                      {"machine", v.machine}, {"scenario", v.scenario_file}, {"mode", v.mode},
+                      {"max_abs_rel_error", v.max_abs_rel_error()}};
+  j["rows"] = nlohmann::json::array();
+  for (const auto& r : v.rows) {
+    j["rows"].push_back({{"strategy", r.strategy}, {"quantity", r.quantity}, {"predicted_seconds", r.predicted_s},
+                         {"measured_seconds", r.measured_s}, {"rel_error", r.rel_error()}});
+  }
+  std::ofstream out(file);
+  if (!out) throw Error("--json: cannot write '" + file + "'");
+  out << j.dump(2) << "\n";
+}
+
+}  // namespace dmuon::simcli

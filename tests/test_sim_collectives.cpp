@@ -1,0 +1,103 @@
+// Collective times against their closed forms (research/sim-anchors.md 3.2): with efficiency 1
+// and no other traffic the simulator must reproduce the alpha-beta formulas of NCCL's
+// algorithms to within 1%, in both modes.
+#include "catch_compat.hpp"
+#include "sim/collective_schedule.hpp"
+#include "sim_test_support.hpp"
+
+using namespace dmuon;
+using namespace dmuon::simtest;
+
+namespace {
+
+constexpr double kBase = 8e-6, kNvlAlpha = 2e-6, kNicAlpha = 10e-6, kNvlB = 100e9, kNicB = 25e9;
+
+sim::CollectiveCall call(OpKind kind, std::vector<int> members, double bytes) {
+  sim::CollectiveCall c;
+  c.kind = kind;
+  c.members = std::move(members);
+  c.bytes = bytes;
+  if (kind == OpKind::broadcast || kind == OpKind::reduce) c.rooted = {{c.members.front(), bytes}};
+  return c;
+}
+
+void check_both_modes(const sim::CollectiveCall& c, const ClusterSpec& cl, double expected) {
+  for (SimMode mode : {SimMode::fast, SimMode::flows}) {
+    INFO("mode " << to_string(mode));
+    CHECK(collective_seconds(c, cl, mode) == Approx(expected).epsilon(0.01));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("ring all-reduce = base + 2(p-1) alpha + 2(p-1)/p S/B", "[sim][collectives]") {
+  const double S = 512e6;
+  SECTION("8 GPUs on NVLink") {
+    const int p = 8;
+    check_both_modes(call(OpKind::all_reduce, ranks(p), S), cluster(1, p),
+                     kBase + 2 * (p - 1) * kNvlAlpha + 2.0 * (p - 1) / p * S / kNvlB);
+  }
+  SECTION("16 nodes, one GPU each (an HSDP replicate group) on the network") {
+    const int p = 16;
+    ClusterSpec cl = cluster(p, 1);
+    cl.nccl.all_reduce = AllReduceAlgorithm::ring;
+    check_both_modes(call(OpKind::all_reduce, ranks(p), S), cl, kBase + 2 * (p - 1) * kNicAlpha + 2.0 * (p - 1) / p * S / kNicB);
+  }
+}
+
+TEST_CASE("ring all-gather and reduce-scatter = base + (p-1) alpha + (p-1)/p S/B", "[sim][collectives]") {
+  const int p = 8;
+  const double S = 256e6;
+  for (OpKind k : {OpKind::all_gather, OpKind::reduce_scatter}) {
+    INFO(to_string(k));
+    check_both_modes(call(k, ranks(p), S), cluster(1, p), kBase + (p - 1) * kNvlAlpha + double(p - 1) / p * S / kNvlB);
+  }
+}
+
+TEST_CASE("pipelined broadcast and reduce = base + (p-2+k)(alpha + S/(k B))", "[sim][collectives]") {
+  const int p = 8;
+  const double S = 64e6;
+  const ClusterSpec cl = cluster(1, p, 8);
+  const double k = S / 8 / double(cl.nccl.chunk_bytes);  // chunks per channel (integral here)
+  REQUIRE(k == Approx(7.62939453125));  // 64e6 / 8 / 2^20: ceil -> 8 chunks
+  const double chunks = 8;
+  for (OpKind kind : {OpKind::broadcast, OpKind::reduce}) {
+    INFO(to_string(kind));
+    check_both_modes(call(kind, ranks(p), S), cl, kBase + (p - 2 + chunks) * (kNvlAlpha + S / chunks / kNvlB));
+  }
+}
+
+TEST_CASE("all-to-all = base + alpha + (p-1)/p S/B per GPU", "[sim][collectives]") {
+  const int p = 8;
+  const double S = 128e6;  // bytes each GPU sends in total, S/p to each peer (and itself)
+  sim::CollectiveCall c;
+  c.kind = OpKind::all_to_all;
+  c.members = ranks(p);
+  for (int a = 0; a < p; ++a) {
+    for (int b = 0; b < p; ++b) {
+      if (a != b) c.transfers.emplace_back(a, b, S / p);
+    }
+  }
+  c.bytes = S * (p - 1) / p * p;
+  check_both_modes(c, cluster(1, p), kBase + kNvlAlpha + double(p - 1) / p * S / kNvlB);
+}
+
+TEST_CASE("busbw factors are nccl-tests'", "[sim][collectives]") {
+  CHECK(sim::bus_factor(OpKind::all_reduce, 8) == Approx(1.75));
+  CHECK(sim::bus_factor(OpKind::all_gather, 8) == Approx(0.875));
+  CHECK(sim::bus_factor(OpKind::reduce_scatter, 4) == Approx(0.75));
+  CHECK(sim::bus_factor(OpKind::broadcast, 8) == 1);
+  CHECK(sim::bus_factor(OpKind::all_to_all, 2) == Approx(0.5));
+}
+
+TEST_CASE("tree all-reduce wins for small messages across many nodes, ring for large", "[sim][collectives]") {
+  const ClusterSpec cl = cluster(16, 1);
+  const sim::Topology topo(cl);
+  auto pick = [&](double bytes) { return sim::make_schedule(call(OpKind::all_reduce, ranks(16), bytes), topo, cl.nccl).algorithm; };
+  CHECK(pick(64e3) == "tree");
+  CHECK(pick(1e9) == "ring");
+}
+
+TEST_CASE("a one-member collective costs nothing", "[sim][collectives]") {
+  CHECK(collective_seconds(call(OpKind::all_reduce, {0}, 1e9), cluster(1, 2), SimMode::fast) == 0);
+}
