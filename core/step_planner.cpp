@@ -42,7 +42,19 @@ StepPlan plan_step(const ModelSpec& model, const Routing& routing, const Optimiz
     if (strategy == Strategy::dedicated && options.owner_memory_capacity_bytes) {
       a.memory_capacity_bytes.assign(static_cast<std::size_t>(a.ranks), *options.owner_memory_capacity_bytes);
     }
-    out.assignment = assign_owners(routing.muon_matrices, ns_batch_cost(cost, optimizer.muon.ns), a);
+    const BatchCost ns_cost = ns_batch_cost(cost, optimizer.muon.ns);
+    out.assignment = assign_owners(routing.muon_matrices, ns_cost, a);
+    // Packing a layer's small matrices saves broadcasts, but when it leaves too few units for
+    // the ranks (a 3B model's ~70 layer packs over 128 GPUs) the largest pack sets the makespan.
+    // Keep packing unless unpacked owners finish Newton-Schulz sooner by more than the allowance.
+    if (a.pack_numel_threshold > 0) {
+      AssignmentOptions unpacked = a;
+      unpacked.pack_numel_threshold = 0;
+      Assignment alternative = assign_owners(routing.muon_matrices, ns_cost, unpacked);
+      if (out.assignment->makespan_seconds > (1 + options.pack_max_slowdown) * alternative.makespan_seconds) {
+        out.assignment = std::move(alternative);
+      }
+    }
     owner = out.assignment->owner_of_matrix;
   }
   out.plan = build_plan(strategy, model, routing, mesh, owner, options.plan);

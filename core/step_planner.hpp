@@ -20,8 +20,13 @@ namespace dmuon {
 struct StepPlanOptions {
   OwnerAlgorithm owner_algorithm = OwnerAlgorithm::refined;
   PlanOptions plan;  // buckets, chunks, max_batch (also the owner assignment's batch limit)
-  // DMuon packs a layer's matrices below this many elements into one owner unit (dedicated only).
+  // DMuon packs a layer's matrices below this many elements into one owner unit (dedicated
+  // only): one coalesced broadcast and reduce per layer instead of one per owner of each matrix.
   std::int64_t pack_numel_threshold = 5'000'000;
+  // Packing can leave too few units for the ranks (a 3B model's ~70 layer packs over 128 GPUs:
+  // the largest pack sets the makespan). The packs are kept while their NS makespan is within
+  // this fraction of the unpacked assignment's; beyond it, every matrix is its own unit.
+  double pack_max_slowdown = 0.05;
   // Bytes each rank may hold as a dedicated owner; none = unlimited.
   std::optional<double> owner_memory_capacity_bytes;
 };

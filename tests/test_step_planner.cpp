@@ -136,3 +136,17 @@ TEST_CASE("elementwise ops are priced by the bytes they move", "[planner]") {
   collective.label = "x";
   CHECK_THROWS_WITH(compute_op_seconds(collective, f.routing, f.optimizer, f.cost), Catch::Contains("collective"));
 }
+
+TEST_CASE("packing is dropped when it would leave ranks idle", "[planner]") {
+  Fixture f;
+  // 24 layer packs over 64 ranks: packed, 40 ranks would own nothing and one pack sets the pace.
+  const Mesh mesh = make_mesh(1, 64, "test");
+  const StepPlan sp = plan_step(f.model, f.routing, f.optimizer, Strategy::dedicated, mesh, f.cost);
+  REQUIRE(sp.assignment);
+  CHECK(sp.assignment->units == static_cast<int>(f.routing.muon_matrices.size()));
+  AssignmentOptions packed;
+  packed.ranks = 64;
+  const Assignment with_packs = assign_owners(f.routing.muon_matrices, ns_batch_cost(f.cost, f.optimizer.muon.ns), packed);
+  CHECK(with_packs.units == 24);
+  CHECK(sp.assignment->makespan_seconds < with_packs.makespan_seconds);
+}
