@@ -228,9 +228,15 @@ Scenario load_scenario_with_overrides(const std::string& path,
   for (const auto& [key, value] : overrides) set_path(tree, key, value, path);
   YAML::Emitter out;
   out << tree;
-  std::string name = path + " (with";
-  for (const auto& [key, value] : overrides) name += " " + key + "=" + value;
-  return parse_root(YamlValue::load_string(out.c_str(), name + ")"));
+  // The file keeps its own name (relative model paths resolve against it); errors say which
+  // overrides were applied.
+  std::string applied = " (with";
+  for (const auto& [key, value] : overrides) applied += " " + key + "=" + value;
+  try {
+    return parse_root(YamlValue::load_string(out.c_str(), path));
+  } catch (const Error& e) {
+    throw Error(e.what() + applied + ")");
+  }
 }
 
 Scenario parse_scenario(const std::string& text, const std::string& name) {
