@@ -17,6 +17,12 @@
 #include "harness/verify/builtin_suite.hpp"
 #include "harness/verify/distributed_checks.hpp"
 #include "harness/verify/golden.hpp"
+#ifdef DMUON_HAVE_CUDA
+#include "harness/verify/cuda_checks.hpp"
+#endif
+#ifdef DMUON_HAVE_NCCL
+#include "harness/dmuon_verify_nccl.hpp"
+#endif
 
 namespace po = boost::program_options;
 using namespace dmuon;
@@ -59,7 +65,7 @@ bool parse_args(int argc, char** argv, Args& a) {
   opts.add_options()
       ("help,h", "show this help")
       ("backend", po::value(&a.backend)->default_value(a.backend),
-       "cpu (Eigen reference); cuda and nccl come with the kernels and executor")
+       "cpu (Eigen reference) | cuda (the GPU NS engine vs the reference; CUDA builds)")
       ("suite", po::value(&a.suite)->default_value(a.suite),
        "quick | full (adds 4096x11008 for the dmuon preset: tens of minutes) | none")
       ("golden", po::value(&a.golden)->composing(), "directory with manifest.json and .npy files (repeatable)")
@@ -79,9 +85,21 @@ bool parse_args(int argc, char** argv, Args& a) {
     return false;
   }
   po::notify(vm);
+#ifdef DMUON_HAVE_NCCL
+  if (a.backend == "nccl") return true;  // --world N = GPUs (default 2); see harness/dmuon_verify_nccl.hpp
+#endif
+#ifdef DMUON_HAVE_CUDA
+  if (a.backend != "cpu" && a.backend != "cuda") {
+    throw Error("--backend: '" + a.backend + "' is not available in this build (available: cpu, cuda)");
+  }
+  if (a.backend == "cuda" && (a.world > 0 || !a.mesh.empty())) {
+    throw Error("--backend cuda: --world/--mesh run on CPU ranks; use --backend cpu");
+  }
+#else
   if (a.backend != "cpu") {
     throw Error("--backend: '" + a.backend + "' is not available in this build (available: cpu)");
   }
+#endif
   if (a.suite != "quick" && a.suite != "full" && a.suite != "none") {
     throw Error("--suite: expected quick, full or none, got '" + a.suite + "'");
   }
@@ -99,8 +117,29 @@ void print_strategy_plan(const Args& a) {
   print_plan(std::cout, sp.plan, model, routing, a.print_ops);
 }
 
+std::vector<verify::VerifyCase> filtered(std::vector<verify::VerifyCase> all, const Args& a) {
+  std::vector<verify::VerifyCase> chosen;
+  for (auto& c : all) {
+    if (a.filter.empty() || c.name.find(a.filter) != std::string::npos) chosen.push_back(std::move(c));
+  }
+  if (chosen.empty()) throw Error("no case selected (check --suite, --golden and --filter)");
+  return chosen;
+}
+
 std::vector<verify::VerifyCase> select_cases(const Args& a) {
   std::vector<verify::VerifyCase> all;
+#ifdef DMUON_HAVE_NCCL
+  if (a.backend == "nccl") return filtered(verify::nccl_cases(a.world > 0 ? a.world : 2, a.model, a.seed), a);
+#endif
+#ifdef DMUON_HAVE_CUDA
+  if (a.backend == "cuda") {
+    if (a.suite != "none") all = verify::cuda_builtin_cases(a.suite == "full", a.seed);
+    for (const auto& dir : a.golden) {
+      for (auto& c : verify::cuda_golden_cases(dir)) all.push_back(std::move(c));
+    }
+    return filtered(std::move(all), a);
+  }
+#endif
   if (a.suite != "none") all = verify::builtin_cases({a.suite == "full", a.seed});
   if (a.world > 0 || !a.mesh.empty()) {
     verify::DistributedOptions d;
@@ -112,12 +151,7 @@ std::vector<verify::VerifyCase> select_cases(const Args& a) {
   for (const auto& dir : a.golden) {
     for (auto& c : verify::load_golden_cases(dir)) all.push_back(std::move(c));
   }
-  std::vector<verify::VerifyCase> chosen;
-  for (auto& c : all) {
-    if (a.filter.empty() || c.name.find(a.filter) != std::string::npos) chosen.push_back(std::move(c));
-  }
-  if (chosen.empty()) throw Error("no case selected (check --suite, --golden and --filter)");
-  return chosen;
+  return filtered(std::move(all), a);
 }
 
 }  // namespace

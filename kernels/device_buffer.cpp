@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include "kernels/cuda_check.hpp"
+#include "kernels/ns_kernels.hpp"
 
 namespace dmuon::cuda {
 
@@ -37,6 +38,17 @@ void DeviceBuffer::download(void* host, std::size_t bytes) const {
   if (bytes > bytes_) throw Error("DeviceBuffer::download: " + std::to_string(bytes) + " bytes from a buffer of " +
                                   std::to_string(bytes_));
   DMUON_CUDA_CHECK(cudaMemcpy(host, ptr_, bytes, cudaMemcpyDeviceToHost));
+}
+
+void DeviceBuffer::zero(Stream stream) {
+  if (ptr_) DMUON_CUDA_CHECK(cudaMemsetAsync(ptr_, 0, bytes_, stream));
+}
+
+void fill_normal(void* device_ptr, DType dtype, long n, std::uint64_t seed, float scale, Stream stream) {
+  if (dtype != DType::fp32 && dtype != DType::bf16 && dtype != DType::fp16) {
+    throw Error("fill_normal: dtype must be fp32, bf16 or fp16");
+  }
+  if (n > 0) launch_fill_normal(device_ptr, dtype, n, seed, scale, stream);
 }
 
 void synchronize(Stream stream) { DMUON_CUDA_CHECK(cudaStreamSynchronize(stream)); }

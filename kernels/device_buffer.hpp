@@ -2,10 +2,12 @@
 // allocation failure names what it was for, the bytes wanted and the bytes free.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "core/dtype.hpp"
 #include "kernels/ns_engine.hpp"  // Stream
 
 namespace dmuon::cuda {
@@ -39,11 +41,17 @@ class DeviceBuffer {
   // Synchronous copies of `bytes` (<= this buffer's size; checked) from/to host memory.
   void upload(const void* host, std::size_t bytes);
   void download(void* host, std::size_t bytes) const;
+  // Sets every byte to zero, enqueued on `stream`.
+  void zero(Stream stream);
 
  private:
   void* ptr_ = nullptr;
   std::size_t bytes_ = 0;
 };
+
+// Standard normal values times `scale` in `dtype` (fp32, bf16, fp16), deterministic in
+// (seed, index), enqueued on `stream`: random test and benchmark data without a host copy.
+void fill_normal(void* device_ptr, DType dtype, long n, std::uint64_t seed, float scale, Stream stream);
 
 // Synchronises the stream; throws dmuon::Error with CUDA's message on a failure.
 void synchronize(Stream stream);

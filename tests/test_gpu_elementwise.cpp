@@ -1,0 +1,130 @@
+// Fused momentum, Muon update and multi-tensor AdamW against reference/elementwise_steps.
+// Skips (printing SKIP) without a GPU.
+#include <cstring>
+#include <iostream>
+#include <vector>
+
+#include "catch_compat.hpp"
+#include "gpu_skip.hpp"
+#include "harness/verify/gpu_ns.hpp"
+#include "harness/verify/test_matrices.hpp"
+#include "kernels/device_buffer.hpp"
+#include "kernels/device_query.hpp"
+#include "kernels/elementwise.hpp"
+#include "reference/elementwise_steps.hpp"
+
+using namespace dmuon;
+
+namespace {
+
+// Values of a host vector as stored in `dtype` (what the kernel reads), and a device copy.
+struct Tensor {
+  std::vector<double> host;
+  cuda::DeviceBuffer device;
+  DType dtype;
+  Tensor(const std::vector<double>& values, DType d) : dtype(d) {
+    Eigen::MatrixXd m = Eigen::Map<const Eigen::MatrixXd>(values.data(), 1, static_cast<long>(values.size()));
+    const auto bytes = verify::to_device_bytes({m}, d);
+    device = cuda::DeviceBuffer(bytes.size(), "test tensor");
+    device.upload(bytes.data(), bytes.size());
+    const auto back = verify::from_device_bytes(bytes, d, 1, static_cast<long>(values.size()), 1)[0];
+    host.assign(back.data(), back.data() + back.size());
+  }
+  std::vector<double> read() const {
+    std::vector<std::uint8_t> bytes(device.bytes());
+    device.download(bytes.data(), bytes.size());
+    const auto m = verify::from_device_bytes(bytes, dtype, 1, static_cast<long>(host.size()), 1)[0];
+    return {m.data(), m.data() + m.size()};
+  }
+};
+
+std::vector<double> random(long n, std::uint64_t seed, double scale = 1.0) {
+  const Eigen::MatrixXd m = verify::gaussian_matrix(1, n, seed) * scale;
+  return {m.data(), m.data() + m.size()};
+}
+
+// max |got - want| / max |want|: fp32 arithmetic lands within a few ulps of the largest value.
+double max_rel(const std::vector<double>& got, const std::vector<double>& want) {
+  double worst = 0, scale = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    worst = std::max(worst, std::abs(got[i] - want[i]));
+    scale = std::max(scale, std::abs(want[i]));
+  }
+  return worst / scale;
+}
+
+}  // namespace
+
+TEST_CASE("GPU momentum: ema and sum forms, Nesterov on and off", "[gpu]") {
+  if (skip_without_gpu()) return;
+  const long n = 100003;  // odd: no vector-width assumption
+  for (MomentumForm form : {MomentumForm::ema, MomentumForm::sum}) {
+    for (bool nesterov : {true, false}) {
+      MuonConfig cfg;
+      cfg.momentum_form = form;
+      cfg.nesterov = nesterov;
+      Tensor grad(random(n, 1), DType::bf16), mom(random(n, 2, 0.1), DType::fp32), u(std::vector<double>(n), DType::fp32);
+      cuda::momentum_update(grad.device.get(), DType::bf16, mom.device.as<float>(), u.device.get(), DType::fp32, n,
+                            cfg, nullptr);
+      cuda::synchronize(nullptr);
+      std::vector<double> m_ref = mom.host, u_ref(n);
+      ref::momentum_elementwise(grad.host.data(), m_ref.data(), u_ref.data(), n, cfg, ref::Rounding::emulate);
+      INFO("form " << to_string(form) << " nesterov " << nesterov);
+      CHECK(max_rel(mom.read(), m_ref) < 1e-5);
+      CHECK(max_rel(u.read(), u_ref) < 1e-5);
+    }
+  }
+}
+
+TEST_CASE("GPU Muon update: decay with the base lr, scaled add, bf16 copy-out", "[gpu]") {
+  if (skip_without_gpu()) return;
+  const long n = 65537;
+  MuonConfig cfg;
+  cfg.lr = 0.02;
+  cfg.weight_decay = 0.1;
+  const double lr_adj = 0.02 * 1.7;
+  Tensor w(random(n, 3), DType::fp32), o(random(n, 4), DType::fp16), copy(std::vector<double>(n), DType::bf16);
+  cuda::muon_update(w.device.as<float>(), o.device.get(), DType::fp16, n, cfg.lr, cfg.weight_decay, lr_adj,
+                    copy.device.get(), nullptr);
+  cuda::synchronize(nullptr);
+  std::vector<double> w_ref = w.host;
+  ref::muon_update_elementwise(w_ref.data(), o.host.data(), n, lr_adj, cfg, ref::Rounding::emulate);
+  const auto got = w.read();
+  CHECK(max_rel(got, w_ref) < 1e-6);
+  CHECK(max_rel(copy.read(), w_ref) < 8e-3);  // bf16 copy: one rounding
+}
+
+TEST_CASE("GPU multi-tensor AdamW over more tensors than one launch holds", "[gpu]") {
+  if (skip_without_gpu()) return;
+  AdamWConfig cfg;
+  cfg.lr = 1e-3;
+  cfg.beta2 = 0.95;
+  cfg.weight_decay = 0.1;
+  std::vector<Tensor> w, g, m, v;
+  std::vector<cuda::AdamWTensor> list;
+  const int count = 45;  // > 40 per launch
+  for (int i = 0; i < count; ++i) {
+    const long n = 1 + 997 * i;
+    w.emplace_back(random(n, 10 + i), DType::fp32);
+    g.emplace_back(random(n, 100 + i), DType::bf16);
+    m.emplace_back(std::vector<double>(n), DType::fp32);
+    v.emplace_back(std::vector<double>(n), DType::fp32);
+  }
+  for (int i = 0; i < count; ++i) {
+    list.push_back({w[i].device.as<float>(), g[i].device.get(), m[i].device.as<float>(), v[i].device.as<float>(),
+                    nullptr, static_cast<std::int64_t>(w[i].host.size())});
+  }
+  for (long step = 1; step <= 2; ++step) cuda::adamw_multi_tensor(list, DType::bf16, step, cfg, nullptr);
+  cuda::synchronize(nullptr);
+  for (int i = 0; i < count; ++i) {
+    std::vector<double> wr = w[i].host, mr = m[i].host, vr = v[i].host;
+    for (long step = 1; step <= 2; ++step) {
+      ref::adamw_elementwise(wr.data(), g[i].host.data(), mr.data(), vr.data(), static_cast<long>(wr.size()), step,
+                             cfg, ref::Rounding::emulate);
+    }
+    INFO("tensor " << i);
+    CHECK(max_rel(w[i].read(), wr) < 1e-5);
+    CHECK(max_rel(m[i].read(), mr) < 1e-5);
+    CHECK(max_rel(v[i].read(), vr) < 1e-5);
+  }
+}

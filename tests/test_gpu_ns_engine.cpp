@@ -1,0 +1,141 @@
+// The GPU Newton-Schulz engine against the Eigen reference. Skips (printing SKIP) without a GPU.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <Eigen/SVD>
+
+#include "catch_compat.hpp"
+#include "gpu_skip.hpp"
+#include "core/error.hpp"
+#include "harness/verify/gpu_ns.hpp"
+#include "harness/verify/ns_checks.hpp"
+#include "harness/verify/test_matrices.hpp"
+#include "kernels/device_buffer.hpp"
+#include "kernels/device_query.hpp"
+#include "reference/newton_schulz.hpp"
+
+using namespace dmuon;
+using cuda::NsImpl;
+
+namespace {
+
+double rel(const Eigen::MatrixXd& got, const Eigen::MatrixXd& want) { return (got - want).norm() / want.norm(); }
+
+NsConfig config(const std::string& preset, NsImpl impl) {
+  NsConfig ns = optimizer_preset(preset).muon.ns;
+  ns.variant = impl == NsImpl::gram ? NsVariant::gram : NsVariant::standard;
+  if (ns.variant == NsVariant::gram && ns.restarts.empty()) ns.restarts = {2};
+  return ns;
+}
+
+}  // namespace
+
+TEST_CASE("GPU NS matches the emulated reference for every implementation and orientation", "[gpu]") {
+  if (skip_without_gpu()) return;
+  cuda::NsEngine engine;
+  for (auto [rows, cols] : {std::pair{96L, 320L}, std::pair{320L, 96L}, std::pair{37L, 53L}, std::pair{384L, 384L}}) {
+    const Eigen::MatrixXd g = verify::gaussian_matrix(rows, cols, 7 + rows);
+    const Eigen::VectorXd sigma = Eigen::BDCSVD<Eigen::MatrixXd>(g).singularValues();
+    const double kappa = sigma(0) / sigma(sigma.size() - 1);
+    for (const std::string preset : {"torch", "dmuon"}) {
+      for (NsImpl impl : {NsImpl::standard, NsImpl::symmetric, NsImpl::gram}) {
+        if (preset == "torch" && impl == NsImpl::gram) continue;
+        const NsConfig ns = config(preset, impl);
+        const Eigen::MatrixXd want = ref::newton_schulz(g, ns, ref::Rounding::emulate);
+        const auto got = verify::gpu_newton_schulz(engine, {g}, ns, impl, DType::fp32);
+        INFO(rows << "x" << cols << " " << preset << " " << cuda::to_string(impl));
+        // The GPU and the reference round at the same points in different orders: both within
+        // the rounding tolerance of exact NS. A wrong transpose, coefficient or epilogue is off by O(1).
+        CHECK(rel(got[0], want) < 2 * verify::rounding_tolerance(ns, kappa));
+      }
+    }
+  }
+}
+
+TEST_CASE("GPU batched NS equals single calls; graphs replay the same numbers", "[gpu]") {
+  if (skip_without_gpu()) return;
+  const NsConfig ns = config("dmuon", NsImpl::gram);
+  std::vector<Eigen::MatrixXd> mats;
+  for (int i = 0; i < 4; ++i) mats.push_back(verify::gaussian_matrix(128, 512, 100 + i));
+  cuda::NsEngine graphs;
+  cuda::NsEngineOptions direct_options;
+  direct_options.use_graphs = false;
+  cuda::NsEngine direct(nullptr, direct_options);
+  const auto batched = verify::gpu_newton_schulz(graphs, mats, ns, NsImpl::gram, DType::bf16);
+  const auto again = verify::gpu_newton_schulz(graphs, mats, ns, NsImpl::gram, DType::bf16);
+  const auto no_graph = verify::gpu_newton_schulz(direct, mats, ns, NsImpl::gram, DType::bf16);
+  for (int i = 0; i < 4; ++i) {
+    const auto single = verify::gpu_newton_schulz(graphs, {mats[i]}, ns, NsImpl::gram, DType::bf16);
+    CHECK(rel(batched[i], single[0]) < cuda::accuracy_gate(ns));
+    CHECK(rel(batched[i], again[i]) == 0.0);
+    CHECK(rel(batched[i], no_graph[i]) == 0.0);
+  }
+}
+
+TEST_CASE("GPU NS: zero input gives zero, NaN input is named or skipped", "[gpu]") {
+  if (skip_without_gpu()) return;
+  const NsConfig ns = config("torch", NsImpl::standard);
+  cuda::NsEngine engine;
+  const auto zero = verify::gpu_newton_schulz(engine, {Eigen::MatrixXd::Zero(64, 96)}, ns, NsImpl::standard, DType::fp32);
+  CHECK(zero[0].cwiseAbs().maxCoeff() == 0.0);
+  Eigen::MatrixXd bad = verify::gaussian_matrix(64, 96, 3);
+  bad(5, 9) = INFINITY;
+  const Eigen::MatrixXd good = verify::gaussian_matrix(64, 96, 4);
+  CHECK_THROWS_WITH(verify::gpu_newton_schulz(engine, {good, bad}, ns, NsImpl::standard, DType::fp32, {"q", "k"}),
+                    Catch::Contains("NaN or Inf") && Catch::Contains("k"));
+  cuda::NsEngineOptions o;
+  o.non_finite = cuda::NonFinitePolicy::skip;
+  cuda::NsEngine skipping(nullptr, o);
+  cuda::NsOutcome outcome;
+  const auto out = verify::gpu_newton_schulz(skipping, {good, bad}, ns, NsImpl::standard, DType::fp32, {}, &outcome);
+  CHECK(outcome.skipped == std::vector<int>{1});
+  CHECK(out[1].cwiseAbs().maxCoeff() == 0.0);
+  CHECK(out[0].allFinite());
+  CHECK(out[0].norm() > 1.0);
+}
+
+TEST_CASE("GPU autotuner gates, picks a passing winner and caches it by GPU name", "[gpu]") {
+  if (skip_without_gpu()) return;
+  const std::string cache = (std::filesystem::temp_directory_path() / "dmuon_test_tune.json").string();
+  std::filesystem::remove(cache);
+  cuda::NsEngineOptions o;
+  o.tune_cache_file = cache;
+  o.tune_repeats = 2;
+  cuda::NsEngine engine(nullptr, o);
+  const NsConfig ns = config("dmuon", NsImpl::gram);
+  const auto results = engine.tune(512, 2048, 1, ns);
+  REQUIRE_FALSE(results.empty());
+  bool standard_passed = false;
+  for (const auto& r : results) {
+    std::cout << "tune 512x2048 " << cuda::to_string(r.impl) << " available " << r.available << " gate "
+              << r.passed_gate << " rel " << r.rel_diff << " " << r.median_seconds * 1e3 << " ms\n";
+    if (r.impl == NsImpl::standard) standard_passed = r.passed_gate && r.rel_diff == 0.0;
+  }
+  CHECK(standard_passed);
+  const NsImpl winner = engine.chosen(512, 2048, 1, ns);
+  std::ifstream in(cache);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.find(engine.gpu_name()) != std::string::npos);
+  CHECK(text.find(std::string(cuda::to_string(winner))) != std::string::npos);
+}
+
+TEST_CASE("GPU out-of-memory names the bytes wanted and free", "[gpu]") {
+  if (skip_without_gpu()) return;
+  CHECK_THROWS_WITH(cuda::DeviceBuffer(std::size_t{1} << 50, "a petabyte"),
+                    Catch::Contains("a petabyte") && Catch::Contains("wanted 1125899906842624 bytes") &&
+                        Catch::Contains("bytes free"));
+}
+
+TEST_CASE("NsEngine rejects bad calls with a message", "[gpu]") {
+  if (skip_without_gpu()) return;
+  cuda::NsEngine engine;
+  cuda::NsCall call;
+  call.rows = 0;
+  call.cols = 8;
+  CHECK_THROWS_WITH(engine.run(call, config("torch", NsImpl::standard), NsImpl::standard),
+                    Catch::Contains("positive"));
+  CHECK_THROWS_WITH(cuda::parse_ns_impl("fast", "--impl"), Catch::Contains("unknown NS implementation"));
+}
