@@ -12,6 +12,8 @@
 namespace dmuon::cuda {
 namespace {
 
+constexpr std::size_t kMaxGraphs = 256;
+
 // Every semantic knob of the config, for graph and tuning keys.
 std::string config_fingerprint(const NsConfig& ns) {
   std::ostringstream s;
@@ -70,16 +72,18 @@ std::string_view to_string(NsImpl impl) {
     case NsImpl::symmetric: return "symmetric";
     case NsImpl::symmetric_lt: return "symmetric_lt";
     case NsImpl::gram: return "gram";
+    case NsImpl::gram_symmetric: return "gram_symmetric";
   }
   return "?";
 }
 
 NsImpl parse_ns_impl(std::string_view name, const std::string& what) {
-  for (NsImpl i : {NsImpl::automatic, NsImpl::standard, NsImpl::symmetric, NsImpl::symmetric_lt, NsImpl::gram}) {
+  for (NsImpl i : {NsImpl::automatic, NsImpl::standard, NsImpl::symmetric, NsImpl::symmetric_lt, NsImpl::gram,
+                   NsImpl::gram_symmetric}) {
     if (name == to_string(i)) return i;
   }
   throw Error(what + ": unknown NS implementation '" + std::string(name) +
-              "' (automatic, standard, symmetric, symmetric_lt, gram)");
+              "' (automatic, standard, symmetric, symmetric_lt, gram, gram_symmetric)");
 }
 
 NsKernel kernel_family(NsImpl impl) {
@@ -87,7 +91,8 @@ NsKernel kernel_family(NsImpl impl) {
     case NsImpl::standard: return NsKernel::standard;
     case NsImpl::symmetric:
     case NsImpl::symmetric_lt: return NsKernel::symmetric;
-    case NsImpl::gram: return NsKernel::gram;
+    case NsImpl::gram:
+    case NsImpl::gram_symmetric: return NsKernel::gram;
     case NsImpl::automatic: break;
   }
   throw Error("kernel_family: NsImpl::automatic has no kernel family");
@@ -97,7 +102,10 @@ std::vector<NsImpl> candidate_impls(const NsConfig& ns, long rows, long cols) {
   std::vector<NsImpl> out = {NsImpl::standard, NsImpl::symmetric, NsImpl::symmetric_lt};
   // Row blocks smaller than one 128-row tile buy nothing: below 256 only the full product.
   if (std::min(rows, cols) < 256) out = {NsImpl::standard};
-  if (ns.variant == NsVariant::gram) out.insert(out.begin(), NsImpl::gram);
+  if (ns.variant == NsVariant::gram) {
+    if (std::min(rows, cols) >= 256) out.insert(out.begin(), NsImpl::gram_symmetric);
+    out.insert(out.begin(), NsImpl::gram);
+  }
   return out;
 }
 
@@ -178,6 +186,11 @@ NsOutcome NsEngine::run(const NsCall& call, const NsConfig& ns, NsImpl impl) {
     const std::string key = graph_key(impl, call, ns);
     auto it = st.graphs.find(key);
     if (it == st.graphs.end()) {
+      // Callers that pass fresh buffers every call would grow the cache without bound.
+      if (st.graphs.size() >= kMaxGraphs) {
+        DMUON_CUDA_CHECK(cudaStreamSynchronize(st.stream));
+        st.drop_graphs();
+      }
       cudaGraph_t graph = nullptr;
       DMUON_CUDA_CHECK(cudaStreamBeginCapture(st.stream, cudaStreamCaptureModeThreadLocal));
       try {

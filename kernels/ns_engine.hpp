@@ -29,8 +29,10 @@ using Stream = CUstream_st*;  // == cudaStream_t; nullptr is the legacy default 
 // symmetric_lt: cuBLASLt with CUBLASLT_MATMUL_DESC_FILL_MODE = lower on the two symmetric
 //               products (available only where the library offers such an algorithm).
 // gram:         Gram Newton-Schulz with ns.restarts (Dao-AILab; reference/newton_schulz.cpp).
+// gram_symmetric: gram with every m x m product (all symmetric: R, Z, Q are polynomials in
+//               X X^T) as lower-triangle block rows, mirrored; the rectangular ones general.
 // automatic:    the autotuned winner for (shape, batch, config) on this GPU.
-enum class NsImpl { automatic, standard, symmetric, symmetric_lt, gram };
+enum class NsImpl { automatic, standard, symmetric, symmetric_lt, gram, gram_symmetric };
 
 std::string_view to_string(NsImpl impl);
 // Throws dmuon::Error naming `what` for an unknown name.

@@ -166,9 +166,20 @@ void standard_iterations(Ops& ops, SymMode mode, const NsGeometry& g, const NsBu
   }
 }
 
-// Gram NS exactly as reference/newton_schulz.cpp gram_iterations orders and rounds it.
-void gram_iterations(Ops& ops, const NsGeometry& g, const NsBuffers& buf, void* out, const NsConfig& ns,
-                     cudaStream_t stream) {
+// D = alpha A B + beta C for m x m products whose exact result is symmetric: all of Gram NS's
+// (R, Z, Q and their products are polynomials in X X^T, so they commute). `blocks`: only the
+// lower-triangle block rows, then mirrored.
+void symmetric_product(Ops& ops, bool blocks, const NsGeometry& g, const void* A, const void* B, void* D,
+                       float alpha, const void* C, float beta, cudaStream_t stream) {
+  if (!blocks) return ops.square(A, B, D, alpha, C, beta);
+  for (auto [r0, rows] : row_blocks(g.m)) ops.run(ops.square_op(A, B, D, alpha, C, beta, r0, rows, r0 + rows, false));
+  launch_mirror_lower(D, g.m, g.batch, ops.dtype(), stream);
+}
+
+// Gram NS exactly as reference/newton_schulz.cpp gram_iterations orders and rounds it (with
+// `blocks`, the m x m products keep their lower triangles and mirror them).
+void gram_iterations(Ops& ops, bool blocks, const NsGeometry& g, const NsBuffers& buf, void* out,
+                     const NsConfig& ns, cudaStream_t stream) {
   void* x = buf.x[0];
   void* x_next = buf.x[1];
   void* R = buf.s[0];
@@ -188,17 +199,17 @@ void gram_iterations(Ops& ops, const NsGeometry& g, const NsBuffers& buf, void* 
       ops.gram(x, R);
       have_q = false;
     }
-    ops.square(R, R, Z, static_cast<float>(k.c), R, static_cast<float>(k.b));
+    symmetric_product(ops, blocks, g, R, R, Z, static_cast<float>(k.c), R, static_cast<float>(k.b), stream);
     if (have_q) {
-      ops.square(Q, Z, Q_next, 1.0f, Q, a);
+      symmetric_product(ops, blocks, g, Q, Z, Q_next, 1.0f, Q, a, stream);
       std::swap(Q, Q_next);
     } else {
       launch_add_identity(Z, Q, g.m, g.batch, a, ops.dtype(), stream);
       have_q = true;
     }
     if (t < last && !restarts_before(ns, t + 1)) {
-      ops.square(R, Z, RZ, 1.0f, R, a);
-      ops.square(Z, RZ, R, 1.0f, RZ, a);
+      symmetric_product(ops, blocks, g, R, Z, RZ, 1.0f, R, a, stream);
+      symmetric_product(ops, blocks, g, Z, RZ, R, 1.0f, RZ, a, stream);
     }
   }
   ops.left(Q, x, out, nullptr, 0.0f);
@@ -258,7 +269,9 @@ void enqueue_ns(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeometry
     return;
   }
   Ops ops(gemm, stream, g, ns.compute_dtype);
-  if (impl == NsImpl::gram) return gram_iterations(ops, g, buf, out, ns, stream);
+  if (impl == NsImpl::gram || impl == NsImpl::gram_symmetric) {
+    return gram_iterations(ops, impl == NsImpl::gram_symmetric, g, buf, out, ns, stream);
+  }
   standard_iterations(ops, sym_mode(impl), g, buf, out, ns, stream);
 }
 

@@ -26,7 +26,7 @@ double rel(const Eigen::MatrixXd& got, const Eigen::MatrixXd& want) { return (go
 
 NsConfig config(const std::string& preset, NsImpl impl) {
   NsConfig ns = optimizer_preset(preset).muon.ns;
-  ns.variant = impl == NsImpl::gram ? NsVariant::gram : NsVariant::standard;
+  ns.variant = cuda::kernel_family(impl) == NsKernel::gram ? NsVariant::gram : NsVariant::standard;
   if (ns.variant == NsVariant::gram && ns.restarts.empty()) ns.restarts = {2};
   return ns;
 }
@@ -41,8 +41,8 @@ TEST_CASE("GPU NS matches the emulated reference for every implementation and or
     const Eigen::VectorXd sigma = Eigen::BDCSVD<Eigen::MatrixXd>(g).singularValues();
     const double kappa = sigma(0) / sigma(sigma.size() - 1);
     for (const std::string preset : {"torch", "dmuon"}) {
-      for (NsImpl impl : {NsImpl::standard, NsImpl::symmetric, NsImpl::gram}) {
-        if (preset == "torch" && impl == NsImpl::gram) continue;
+      for (NsImpl impl : {NsImpl::standard, NsImpl::symmetric, NsImpl::gram, NsImpl::gram_symmetric}) {
+        if (preset == "torch" && cuda::kernel_family(impl) == NsKernel::gram) continue;
         const NsConfig ns = config(preset, impl);
         const Eigen::MatrixXd want = ref::newton_schulz(g, ns, ref::Rounding::emulate);
         const auto got = verify::gpu_newton_schulz(engine, {g}, ns, impl, DType::fp32);

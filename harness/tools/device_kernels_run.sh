@@ -1,7 +1,7 @@
 #!/bin/bash
 # One device call for issue [C]: build, GPU tests, dmuon-verify --backend cuda, torch baseline and
 # dmuon-bench kernels. Run from the repository root on the GPU machine with $OUT set; writes
-#   $OUT/run.log  $OUT/torch.json  $OUT/tune.json  $OUT/calibration.yaml  $OUT/kernels.md  $OUT/kernels.json
+#   $OUT/run.log  $OUT/verify-cuda.json  $OUT/torch.json  $OUT/tune.json  $OUT/calibration.yaml  $OUT/kernels.md  $OUT/kernels.json
 # Needs .boost-po (bash ../shared/tools/stage-boost-po.sh .boost-po) carried along.
 set -o pipefail
 OUT=${OUT:?set OUT}
@@ -26,7 +26,7 @@ SHAPES=$(./build-dev/harness/dmuon-bench kernels $MODELS --print-shapes 2>>"$LOG
 PYTHONUNBUFFERED=1 python3 harness/tools/torch_ns_baseline.py --shapes "$SHAPES" --out $OUT/torch.json \
   --golden-dir /tmp/golden-large >> "$LOG" 2>&1
 say "dmuon-verify --backend cuda"
-./build-dev/harness/dmuon-verify --backend cuda --golden tests/golden/torch --golden /tmp/golden-large \
+./build-dev/harness/dmuon-verify --backend cuda --golden tests/golden/torch --golden /tmp/golden-large --json $OUT/verify-cuda.json \
   > /tmp/verify.txt 2>/dev/null; echo "verify exit $?" >> "$LOG"
 grep -E "FAIL|golden|passed" /tmp/verify.txt >> "$LOG"
 say "dmuon-bench kernels"

@@ -34,7 +34,7 @@ void require_gpu() {
 }
 
 NsConfig variant_of(NsConfig ns, NsImpl impl) {
-  ns.variant = impl == NsImpl::gram ? NsVariant::gram : NsVariant::standard;
+  ns.variant = cuda::kernel_family(impl) == NsKernel::gram ? NsVariant::gram : NsVariant::standard;
   if (ns.variant == NsVariant::gram && ns.restarts.empty() && ns.steps > 2) ns.restarts = {2};
   return ns;
 }
