@@ -4,7 +4,9 @@
 //             [--validate reports/step-<machine>.json] [--calibration FILE]
 // Exit 0 when it ran, 2 on bad arguments or input (one line on stderr naming what is wrong).
 #include <boost/program_options.hpp>
+#include <algorithm>
 #include <iostream>
+#include <thread>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -20,6 +22,7 @@ struct Args {
   std::string scenario, mode, json, csv, trace, sweep, validate, calibration, command;
   std::vector<std::string> strategies;
   int trace_nodes = 2;
+  int parallel = std::max(1u, std::thread::hardware_concurrency());
 };
 
 bool parse(int argc, char** argv, Args& a) {
@@ -33,6 +36,7 @@ bool parse(int argc, char** argv, Args& a) {
       ("csv", po::value(&a.csv), "write one row per collective (bytes, seconds, algbw, busbw)")
       ("trace", po::value(&a.trace), "Chrome trace (Perfetto); FILE-<strategy>.json per strategy")
       ("trace-nodes", po::value(&a.trace_nodes)->default_value(a.trace_nodes), "nodes the trace shows (0 = all)")
+      ("parallel", po::value(&a.parallel)->default_value(a.parallel), "strategies simulated at once (one process each)")
       ("sweep", po::value(&a.sweep), "key=v1,v2,... e.g. nodes=1,2,4,8,16 or training.mfu=0.3,0.4")
       ("validate", po::value(&a.validate), "measured dmuon-bench step report: prediction vs measurement");
   po::variables_map vm;
@@ -43,6 +47,7 @@ bool parse(int argc, char** argv, Args& a) {
   }
   po::notify(vm);
   if (a.scenario.empty() && a.validate.empty()) throw Error("--scenario: required");
+  if (a.parallel < 1) throw Error("--parallel: must be >= 1, got " + std::to_string(a.parallel));
   for (int i = 0; i < argc; ++i) a.command += (i ? " " : "") + std::string(argv[i]);
   return true;
 }
@@ -107,20 +112,22 @@ int run(const Args& a) {
     options.sim.mode = sc.sim_mode;
     options.sim.trace_file = a.trace;
     options.sim.trace_nodes = a.trace_nodes;
-    simcli::ScenarioRun run{sc, points[i].first, {}};
+    std::vector<sim::RunOptions> per_strategy;
     for (Strategy s : strategies) {
-      std::cerr << "\r[" << std::string(20 * done / total, '#') << std::string(20 - 20 * done / total, ' ') << "] "
-                << done << "/" << total << " " << points[i].first << " " << to_string(s) << "          " << std::flush;
       sim::RunOptions mine = options;
       if (!a.trace.empty()) {
         std::string suffix = strategies.size() > 1 ? std::string(to_string(s)) : "";
         if (points.size() > 1) suffix += (suffix.empty() ? "" : "-") + points[i].second;
         if (!suffix.empty()) mine.sim.trace_file = simcli::with_suffix(a.trace, suffix);
       }
-      auto one = simcli::run_scenario(sc, {s}, cost, mine, points[i].first);
-      run.rows.push_back(std::move(one.rows.front()));
-      ++done;
+      per_strategy.push_back(mine);
     }
+    auto progress = [&](std::size_t) {
+      ++done;
+      std::cerr << "\r[" << std::string(20 * done / total, '#') << std::string(20 - 20 * done / total, ' ') << "] " << done
+                << "/" << total << " " << points[i].first << std::string(20, ' ') << std::flush;
+    };
+    simcli::ScenarioRun run = simcli::run_scenario(sc, strategies, cost, per_strategy, a.parallel, points[i].first, progress);
     std::cerr << "\r[" << std::string(20, '#') << "] " << done << "/" << total << std::string(40, ' ') << "\n";
     simcli::print_table(std::cout, run);
     runs.push_back(std::move(run));

@@ -24,7 +24,7 @@ void write_all(int fd, const std::string& s) {
 
 }  // namespace
 
-std::string run_isolated(const std::function<std::string()>& work) {
+IsolatedRun::IsolatedRun(const std::function<std::string()>& work) {
   int fds[2];
   if (::pipe(fds) != 0) throw Error(std::string("sim: pipe failed: ") + std::strerror(errno));
   std::fflush(stdout);
@@ -47,22 +47,40 @@ std::string run_isolated(const std::function<std::string()>& work) {
     ::_exit(0);
   }
   ::close(fds[1]);
+  pid_ = pid;
+  fd_ = fds[0];
+}
+
+IsolatedRun::~IsolatedRun() {
+  if (fd_ >= 0) ::close(fd_);
+  if (pid_ > 0) {
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+std::string IsolatedRun::wait() {
   std::string got;
   char buf[65536];
   for (;;) {
-    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    const ssize_t n = ::read(fd_, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     got.append(buf, static_cast<std::size_t>(n));
   }
-  ::close(fds[0]);
+  ::close(fd_);
+  fd_ = -1;
   int wstatus = 0;
-  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  while (::waitpid(pid_, &wstatus, 0) < 0 && errno == EINTR) {
   }
+  pid_ = -1;
   if (WIFSIGNALED(wstatus)) throw Error("sim: simulation process killed by signal " + std::to_string(WTERMSIG(wstatus)));
   if (got.empty()) throw Error("sim: simulation process ended without a result");
   if (got[0] == 'E') throw Error(got.substr(1));
   return got.substr(1);
 }
+
+std::string run_isolated(const std::function<std::string()>& work) { return IsolatedRun(work).wait(); }
 
 }  // namespace dmuon::sim

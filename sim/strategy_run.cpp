@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <numeric>
 
 #include "core/error.hpp"
@@ -46,11 +47,7 @@ json run_here(const Scenario& scenario, Strategy strategy, const CostModel& cost
   return j;
 }
 
-}  // namespace
-
-StrategyResult run_strategy(const Scenario& scenario, Strategy strategy, const CostModel& cost,
-                            const RunOptions& options) {
-  const json j = json::parse(run_isolated([&] { return run_here(scenario, strategy, cost, options).dump(); }));
+StrategyResult result_from(const json& j, Strategy strategy) {
   StrategyResult r;
   r.strategy = strategy;
   const auto mem = j.at("memory").get<std::vector<double>>();
@@ -73,6 +70,38 @@ StrategyResult run_strategy(const Scenario& scenario, Strategy strategy, const C
     r.owner_imbalance = mean > 0 ? std::max(0.0, most / mean - 1) : 0;
   }
   return r;
+}
+
+}  // namespace
+
+StrategyResult run_strategy(const Scenario& scenario, Strategy strategy, const CostModel& cost,
+                            const RunOptions& options) {
+  return result_from(json::parse(run_isolated([&] { return run_here(scenario, strategy, cost, options).dump(); })), strategy);
+}
+
+std::vector<StrategyOutcome> run_strategies(const Scenario& scenario, const std::vector<Strategy>& strategies,
+                                            const CostModel& cost, const std::vector<RunOptions>& options, int parallel,
+                                            const std::function<void(std::size_t)>& done) {
+  if (options.size() != strategies.size()) throw Error("sim: one RunOptions per strategy expected");
+  std::vector<StrategyOutcome> out(strategies.size());
+  std::deque<std::pair<std::size_t, IsolatedRun>> running;
+  auto collect = [&] {
+    auto& [i, run] = running.front();
+    out[i].strategy = strategies[i];
+    try {
+      out[i].result = result_from(json::parse(run.wait()), strategies[i]);
+    } catch (const Error& e) {
+      out[i].error = e.what();
+    }
+    if (done) done(i);
+    running.pop_front();
+  };
+  for (std::size_t i = 0; i < strategies.size(); ++i) {
+    if (static_cast<int>(running.size()) >= std::max(1, parallel)) collect();
+    running.emplace_back(i, IsolatedRun([&, i] { return run_here(scenario, strategies[i], cost, options[i]).dump(); }));
+  }
+  while (!running.empty()) collect();
+  return out;
 }
 
 }  // namespace dmuon::sim

@@ -2,7 +2,9 @@
 // check, the step program around it and its simulation, reduced to the figures dmuon-sim
 // prints.
 #pragma once
+#include <functional>
 #include <optional>
+#include <vector>
 #include <string>
 
 #include "core/calibration.hpp"
@@ -41,5 +43,17 @@ CostModel scenario_cost_model(const Scenario& scenario, const std::string& calib
 // fit cluster.gpu_memory_GiB, simulation errors.
 StrategyResult run_strategy(const Scenario& scenario, Strategy strategy, const CostModel& cost,
                             const RunOptions& options);
+
+// Several strategies, up to `parallel` simulations at a time (each in its own process). A
+// strategy that fails keeps its error message instead of a result. `done(i)` is called as each
+// finishes (for a progress bar).
+struct StrategyOutcome {
+  Strategy strategy = Strategy::adamw;
+  std::optional<StrategyResult> result;
+  std::string error;
+};
+std::vector<StrategyOutcome> run_strategies(const Scenario& scenario, const std::vector<Strategy>& strategies,
+                                            const CostModel& cost, const std::vector<RunOptions>& options, int parallel,
+                                            const std::function<void(std::size_t)>& done = {});
 
 }  // namespace dmuon::sim

@@ -51,20 +51,11 @@ std::string utc_now() {
 }
 
 ScenarioRun run_scenario(const Scenario& scenario, const std::vector<Strategy>& strategies, const CostModel& cost,
-                         const sim::RunOptions& options, const std::string& label) {
+                         const std::vector<sim::RunOptions>& options, int parallel, const std::string& label,
+                         const std::function<void(std::size_t)>& done) {
   ScenarioRun run{scenario, label, {}};
-  for (Strategy s : strategies) {
-    StrategyRow row{s, std::nullopt, ""};
-    sim::RunOptions mine = options;
-    if (!mine.sim.trace_file.empty() && strategies.size() > 1) {
-      mine.sim.trace_file = with_suffix(mine.sim.trace_file, std::string(to_string(s)));
-    }
-    try {
-      row.result = sim::run_strategy(scenario, s, cost, mine);
-    } catch (const Error& e) {
-      row.error = e.what();
-    }
-    run.rows.push_back(std::move(row));
+  for (auto& o : sim::run_strategies(scenario, strategies, cost, options, parallel, done)) {
+    run.rows.push_back({o.strategy, std::move(o.result), std::move(o.error)});
   }
   return run;
 }

@@ -1,6 +1,7 @@
 // dmuon-sim's outputs: the per-strategy table, the JSON and CSV files, the sweep's scaling
 // table and the validation against a measured `dmuon-bench step` report.
 #pragma once
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -24,9 +25,11 @@ struct ScenarioRun {
   std::vector<StrategyRow> rows;
 };
 
-// Runs every strategy of the scenario (strategy errors are kept in their row).
+// Runs the strategies, `parallel` at a time, each with its options (strategy errors are kept
+// in their row); `done(i)` reports progress.
 ScenarioRun run_scenario(const Scenario& scenario, const std::vector<Strategy>& strategies, const CostModel& cost,
-                         const sim::RunOptions& options, const std::string& label = "");
+                         const std::vector<sim::RunOptions>& options, int parallel, const std::string& label,
+                         const std::function<void(std::size_t)>& done = {});
 
 void print_table(std::ostream& out, const ScenarioRun& run);
 void print_scaling_table(std::ostream& out, const std::string& key, const std::vector<ScenarioRun>& runs);
