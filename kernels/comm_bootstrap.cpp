@@ -42,6 +42,38 @@ bool identity_from_env(RankIdentity& out) {
   return true;
 }
 
+bool identity_from_launcher(RankIdentity& out, std::string& id_file) {
+  struct Names { const char *rank, *size, *local, *job; };
+  for (const Names& n : {Names{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_MCA_ess_base_jobid"},
+                         Names{"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "PMI_JOBID"},
+                         Names{"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_JOB_ID"}}) {
+    bool has_rank = false, has_size = false, has_local = false;
+    const int rank = env_int(n.rank, 0, has_rank);
+    const int world = env_int(n.size, 1, has_size);
+    if (!has_rank || !has_size) continue;
+    if (world < 1 || rank >= world) throw Error(std::string(n.rank) + ": rank " + std::to_string(rank) + " of " + std::to_string(world));
+    const int local = env_int(n.local, rank, has_local);
+    int devices = 0;
+    DMUON_CUDA_CHECK(cudaGetDeviceCount(&devices));
+    if (local >= devices) {
+      throw Error("rank " + std::to_string(rank) + ": local rank " + std::to_string(local) + " but " + std::to_string(devices) +
+                  " GPU(s) visible");
+    }
+    out = {rank, world, local};
+    const char* file = std::getenv("DMUON_NCCL_ID_FILE");
+    const char* job = std::getenv(n.job);
+    if (file && *file) {
+      id_file = file;
+    } else if (job && *job) {
+      id_file = std::string("/tmp/dmuon-nccl-id-") + job;
+    } else {
+      throw Error(std::string(n.rank) + " is set but neither DMUON_NCCL_ID_FILE nor " + n.job + ": cannot share the NCCL id");
+    }
+    return true;
+  }
+  return false;
+}
+
 ncclUniqueId unique_id_via_file(const RankIdentity& me, const std::string& path, double timeout_seconds) {
   ncclUniqueId id;
   if (me.rank == 0) {

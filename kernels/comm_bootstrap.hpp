@@ -22,6 +22,11 @@ struct RankIdentity {
 // DMUON_DEVICE (default: rank modulo the visible devices) and DMUON_NCCL_ID_FILE. Returns false
 // when DMUON_RANK is unset; throws dmuon::Error naming the variable when one is malformed.
 bool identity_from_env(RankIdentity& out);
+// Started by mpirun or srun in a build without MPI: the identity from the launcher's own
+// variables (OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK, PMI_RANK/PMI_SIZE, SLURM_PROCID/NTASKS/LOCALID),
+// and `id_file` = DMUON_NCCL_ID_FILE or a per-job file under /tmp (one node, or a shared /tmp).
+// Returns false when no launcher variables are set.
+bool identity_from_launcher(RankIdentity& out, std::string& id_file);
 // Rank 0 creates the id and publishes it atomically (write, then rename) at `path`; the others
 // wait for the file up to `timeout_seconds`. Throws dmuon::Error naming the rank and the file.
 ncclUniqueId unique_id_via_file(const RankIdentity& me, const std::string& path, double timeout_seconds);

@@ -59,9 +59,12 @@ int run_one(comm::RankComms& comms, const std::function<void(RankHandle&)>& body
   }
 }
 
+// mpirun without MPI in this build still works on one node: the launcher's variables and an id
+// file replace MPI (Launcher::env).
 Launcher resolve(Launcher l) {
+  if (l == Launcher::mpi && !comm::mpi_available() && comm::launched_by_mpi()) return Launcher::env;
   if (l != Launcher::automatic) return l;
-  if (comm::launched_by_mpi() && comm::mpi_available()) return Launcher::mpi;
+  if (comm::launched_by_mpi()) return comm::mpi_available() ? Launcher::mpi : Launcher::env;
   comm::RankIdentity id;
   if (comm::identity_from_env(id)) return Launcher::env;
   return Launcher::threads;
@@ -87,9 +90,14 @@ int launch_ranks(const LaunchOptions& options, int* argc, char*** argv, const st
     }
     if (launcher == Launcher::env) {
       comm::RankIdentity me;
-      if (!comm::identity_from_env(me)) throw Error("--launcher env: DMUON_RANK is not set");
-      const char* file = std::getenv("DMUON_NCCL_ID_FILE");
-      if (!file || !*file) throw Error("DMUON_NCCL_ID_FILE: must name a file every rank can read");
+      std::string file;
+      if (comm::identity_from_env(me)) {
+        const char* f = std::getenv("DMUON_NCCL_ID_FILE");
+        if (!f || !*f) throw Error("DMUON_NCCL_ID_FILE: must name a file every rank can read");
+        file = f;
+      } else if (!comm::identity_from_launcher(me, file)) {
+        throw Error("--launcher env: neither DMUON_RANK nor an mpirun/srun rank variable is set");
+      }
       const ncclUniqueId id = comm::unique_id_via_file(me, file, options.bootstrap_timeout_seconds);
       comm::RankComms comms(me.rank, me.world, me.device, id);
       return run_one(comms, body);

@@ -7,7 +7,7 @@ if(NOT DMUON_NCCL_INCLUDE_DIR OR NOT DMUON_NCCL_LIBRARY)
   message(STATUS "dmuon: NCCL not found, dmuon_executor not built")
   return()
 endif()
-find_package(MPI QUIET COMPONENTS C)
+find_package(MPI QUIET COMPONENTS CXX)  # the C API through the CXX component: the project enables no C
 
 add_library(dmuon_executor
   comm_world.cpp
@@ -29,8 +29,8 @@ set_source_files_properties(executor_fill.cu PROPERTIES COMPILE_OPTIONS "-std=c+
 target_include_directories(dmuon_executor PUBLIC ${DMUON_NCCL_INCLUDE_DIR})
 target_link_libraries(dmuon_executor PUBLIC dmuon_kernels ${DMUON_NCCL_LIBRARY} CUDA::cudart Threads::Threads)
 target_compile_options(dmuon_executor PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:${DMUON_CUDA_HOST_FLAGS}>)
-if(MPI_C_FOUND)
-  target_link_libraries(dmuon_executor PRIVATE MPI::MPI_C)
+if(MPI_CXX_FOUND)
+  target_link_libraries(dmuon_executor PRIVATE MPI::MPI_CXX)
   target_compile_definitions(dmuon_executor PRIVATE DMUON_HAVE_MPI=1)
 endif()
-message(STATUS "dmuon: NCCL executor with NCCL ${DMUON_NCCL_LIBRARY}, MPI ${MPI_C_FOUND}")
+message(STATUS "dmuon: NCCL executor with NCCL ${DMUON_NCCL_LIBRARY}, MPI ${MPI_CXX_FOUND}")
