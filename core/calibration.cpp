@@ -30,7 +30,7 @@ NsMeasurement parse_measurement(const YamlValue& v) {
   const YamlValue steps = m.get("steps");
   e.steps = positive_int(steps);
   if (auto r = m.find("restarts")) {
-    for (auto x : r->as_int_list()) e.restarts.push_back(static_cast<int>(x));
+    for (const auto& x : r->items()) e.restarts.push_back(x.as_int32());
     try {
       ns_gemm_count(e.kernel, e.steps, e.restarts);
     } catch (const Error& err) {

@@ -1,5 +1,8 @@
 #include "core/mesh.hpp"
 
+#include <cstdint>
+#include <limits>
+
 #include "core/error.hpp"
 
 namespace dmuon {
@@ -23,6 +26,11 @@ std::string Mesh::to_string() const {
 Mesh make_mesh(int replicate, int shard, const std::string& what) {
   if (replicate < 1 || shard < 1) {
     throw Error(what + ": mesh sizes must be >= 1, got " + std::to_string(replicate) + "x" + std::to_string(shard));
+  }
+  // world() and every rank number are ints.
+  if (std::int64_t{replicate} * shard > std::numeric_limits<int>::max()) {
+    throw Error(what + ": " + std::to_string(replicate) + "x" + std::to_string(shard) + " ranks is more than " +
+                std::to_string(std::numeric_limits<int>::max()));
   }
   return {replicate, shard};
 }

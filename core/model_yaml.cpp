@@ -72,7 +72,10 @@ ParamSpec parse_param(const YamlValue& value, DType dtype, const std::string& to
   if (auto v = m.find("dtype")) p.dtype = parse_scalar(*v, parse_dtype);
   p.role = infer_role(p.name, p.shape.size());
   if (auto v = m.find("role")) p.role = parse_scalar(*v, parse_param_role);
-  if (auto v = m.find("layer")) p.layer = static_cast<int>(v->as_int());
+  if (auto v = m.find("layer")) {
+    p.layer = v->as_int32();
+    if (p.layer < -1) v->fail("must be >= 0, or -1 outside the transformer blocks");
+  }
   p.tower = tower;
   m.finish();
   return p;

@@ -82,7 +82,7 @@ OptimizerConfig optimizer_preset(std::string_view name, const std::string& what)
     ns.schedule_name = "keller";
     ns.schedule = named_schedule("keller", what);
     ns.norm_mode = NormMode::add;
-    c.adamw = {1e-3, 0.9, 0.95, 1e-8, 0.1, DType::fp32};
+    c.adamw = {1e-3, 0.9, 0.95, 1e-8, 0.1, DType::fp32, NonfinitePolicy::error};
     return c;
   }
   if (name == "dmuon") {
@@ -99,7 +99,7 @@ OptimizerConfig optimizer_preset(std::string_view name, const std::string& what)
     ns.compute_dtype = DType::fp16;
     ns.normalize_dtype = DType::fp32;
     ns.norm_mode = NormMode::add;
-    c.adamw = {1e-3, 0.9, 0.999, 1e-8, 0.01, DType::fp32};
+    c.adamw = {1e-3, 0.9, 0.999, 1e-8, 0.01, DType::fp32, NonfinitePolicy::error};
     return c;
   }
   throw Error(what + ": unknown preset '" + std::string(name) + "' (known: torch, moonlight, dmuon)");
@@ -118,6 +118,7 @@ double adjusted_lr(const MuonConfig& config, long rows, long cols) {
 std::string_view to_string(MomentumForm v) { return v == MomentumForm::ema ? "ema" : "sum"; }
 std::string_view to_string(NsVariant v) { return v == NsVariant::standard ? "standard" : "gram"; }
 std::string_view to_string(NormMode v) { return v == NormMode::clamp ? "clamp" : "add"; }
+std::string_view to_string(NonfinitePolicy v) { return v == NonfinitePolicy::error ? "error" : "skip"; }
 std::string_view to_string(AdjustLr v) {
   switch (v) {
     case AdjustLr::original: return "original";
@@ -141,6 +142,11 @@ NormMode parse_norm_mode(std::string_view s, const std::string& what) {
   if (s == "clamp") return NormMode::clamp;
   if (s == "add") return NormMode::add;
   throw Error(what + ": expected clamp or add, got '" + std::string(s) + "'");
+}
+NonfinitePolicy parse_nonfinite_policy(std::string_view s, const std::string& what) {
+  if (s == "error") return NonfinitePolicy::error;
+  if (s == "skip") return NonfinitePolicy::skip;
+  throw Error(what + ": expected error or skip, got '" + std::string(s) + "'");
 }
 AdjustLr parse_adjust_lr(std::string_view s, const std::string& what) {
   if (s == "original") return AdjustLr::original;

@@ -17,6 +17,12 @@ enum class NsVariant { standard, gram };
 enum class NormMode { clamp, add };
 // original: sqrt(max(1, rows/cols))   match_rms_adamw: 0.2*sqrt(max(rows, cols))   none: 1
 enum class AdjustLr { original, match_rms_adamw, none };
+// A gradient with a NaN or an infinity. error: the step throws dmuon::Error naming the matrix or
+// parameter; skip: that parameter keeps its weights and optimizer state (its step count too) for
+// this step, as torch's GradScaler skips a step on inf/NaN, and the others are updated. A
+// non-finite value produced from finite gradients (an overflowing momentum, moment or weight) is
+// an error under both policies: skipping would hide it forever.
+enum class NonfinitePolicy { error, skip };
 
 struct NsConfig {
   NsVariant variant = NsVariant::standard;
@@ -47,6 +53,7 @@ struct MuonConfig {
   MomentumForm momentum_form = MomentumForm::ema;
   AdjustLr adjust_lr = AdjustLr::original;
   DType master_dtype = DType::fp32;  // weights and momentum are stored in this precision
+  NonfinitePolicy nonfinite = NonfinitePolicy::error;
   NsConfig ns;
 };
 
@@ -57,6 +64,7 @@ struct AdamWConfig {
   double eps = 1e-8;
   double weight_decay = 0.01;
   DType master_dtype = DType::fp32;
+  NonfinitePolicy nonfinite = NonfinitePolicy::error;
 };
 
 struct OptimizerConfig {
@@ -81,9 +89,11 @@ std::string_view to_string(MomentumForm v);
 std::string_view to_string(NsVariant v);
 std::string_view to_string(NormMode v);
 std::string_view to_string(AdjustLr v);
+std::string_view to_string(NonfinitePolicy v);
 MomentumForm parse_momentum_form(std::string_view s, const std::string& what);
 NsVariant parse_ns_variant(std::string_view s, const std::string& what);
 NormMode parse_norm_mode(std::string_view s, const std::string& what);
 AdjustLr parse_adjust_lr(std::string_view s, const std::string& what);
+NonfinitePolicy parse_nonfinite_policy(std::string_view s, const std::string& what);
 
 }  // namespace dmuon

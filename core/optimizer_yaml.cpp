@@ -42,7 +42,7 @@ void parse_ns_config(const YamlValue& value, NsConfig& ns) {
   if (auto v = m.find("coefficients")) parse_coefficients(*v, ns, steps.has_value());
   if (auto v = m.find("restarts")) {
     ns.restarts.clear();
-    for (auto r : v->as_int_list()) ns.restarts.push_back(static_cast<int>(r));
+    for (const auto& r : v->items()) ns.restarts.push_back(r.as_int32());
   }
   if (auto v = m.find("dtype")) ns.compute_dtype = parse_scalar(*v, parse_dtype);
   if (auto v = m.find("normalize_dtype")) ns.normalize_dtype = parse_scalar(*v, parse_dtype);
@@ -69,6 +69,7 @@ void parse_adamw(const YamlValue& value, AdamWConfig& a) {
   if (auto v = m.find("eps")) a.eps = v->as_positive_double();
   if (auto v = m.find("weight_decay")) a.weight_decay = v->as_nonnegative_double();
   if (auto v = m.find("master_dtype")) a.master_dtype = parse_scalar(*v, parse_dtype);
+  if (auto v = m.find("nonfinite")) a.nonfinite = parse_scalar(*v, parse_nonfinite_policy);
   m.finish();
 }
 
@@ -93,6 +94,8 @@ OptimizerConfig parse_optimizer(const YamlValue& value) {
   if (auto v = m.find("weight_decay")) mu.weight_decay = v->as_nonnegative_double();
   if (auto v = m.find("adjust_lr")) mu.adjust_lr = parse_scalar(*v, parse_adjust_lr);
   if (auto v = m.find("master_dtype")) mu.master_dtype = parse_scalar(*v, parse_dtype);
+  // One knob for both optimizers (read before `adamw:`, which may override it for AdamW).
+  if (auto v = m.find("nonfinite")) mu.nonfinite = c.adamw.nonfinite = parse_scalar(*v, parse_nonfinite_policy);
   if (auto v = m.find("ns")) parse_ns_config(*v, mu.ns);
   if (auto v = m.find("adamw")) parse_adamw(*v, c.adamw);
   m.finish();

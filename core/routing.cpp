@@ -24,8 +24,19 @@ void check_all_used(const std::vector<std::string>& patterns, const std::vector<
   }
 }
 
+// One entry per matrix (an expert stack of E experts is E entries): far above any published
+// model (DeepSeek-V3: ~45k), low enough that a typo in an expert count is an error, not an
+// out-of-memory kill.
+constexpr std::int64_t kMaxMuonMatrices = 1'000'000;
+
 void add_muon_matrices(const ParamSpec& p, std::size_t index, Routing& r) {
-  if (p.role == ParamRole::expert_stack && p.shape.size() == 3) {
+  const bool stack = p.role == ParamRole::expert_stack && p.shape.size() == 3;
+  const std::int64_t adding = stack ? p.shape[0] : 1;
+  if (adding > kMaxMuonMatrices - static_cast<std::int64_t>(r.muon_matrices.size())) {
+    throw Error("routing: parameter '" + p.name + "' brings the Muon matrices to more than " +
+                std::to_string(kMaxMuonMatrices) + ", the supported maximum");
+  }
+  if (stack) {
     for (std::int64_t e = 0; e < p.shape[0]; ++e) {
       r.muon_matrices.push_back({index, e, p.shape[1], p.shape[2], p.layer,
                                  p.name + "[" + std::to_string(e) + "]"});

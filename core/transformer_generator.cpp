@@ -1,5 +1,7 @@
 #include "core/transformer_generator.hpp"
 
+#include <utility>
+
 #include "core/error.hpp"
 
 namespace dmuon {
@@ -88,12 +90,33 @@ void require_positive(std::int64_t v, const std::string& field) {
   if (v <= 0) throw Error(field + ": must be > 0, got " + std::to_string(v));
 }
 
+// Limits far above any published model that keep the generator's arithmetic (heads * head_dim,
+// q + 2 kv, shared_experts * expert_ffn) inside int64 and its output (one entry per parameter of
+// every layer) inside memory. Per-parameter element counts are checked by ModelSpec::validate.
+constexpr std::int64_t kMaxSize = std::int64_t{1} << 30;
+constexpr std::int64_t kMaxLayers = 4096;
+
+void require_at_most(std::int64_t v, std::int64_t limit, const std::string& field) {
+  if (v > limit) throw Error(field + ": " + std::to_string(v) + " is above the supported " + std::to_string(limit));
+}
+
+void check_limits(const TransformerConfig& c, const std::string& what) {
+  require_at_most(c.layers, kMaxLayers, what + ".layers");
+  const std::pair<std::int64_t, const char*> sizes[] = {
+      {c.hidden, "hidden"}, {c.heads, "heads"}, {c.kv_heads, "kv_heads"}, {c.head_dim, "head_dim"},
+      {c.ffn, "ffn"}, {c.vocab, "vocab"}, {c.moe.experts, "moe.experts"}, {c.moe.expert_ffn, "moe.expert_ffn"},
+      {c.moe.shared_experts, "moe.shared_experts"}, {c.moe.shared_expert_ffn, "moe.shared_expert_ffn"},
+      {c.moe.dense_layers, "moe.dense_layers"}};
+  for (const auto& [value, name] : sizes) require_at_most(value, kMaxSize, what + "." + name);
+}
+
 }  // namespace
 
 void validate(const TransformerConfig& c, const std::string& what) {
   require_positive(c.hidden, what + ".hidden");
   require_positive(c.layers, what + ".layers");
   require_positive(c.heads, what + ".heads");
+  check_limits(c, what);
   if (c.kv_heads < 0) throw Error(what + ".kv_heads: must be >= 0");
   if (c.head_dim == 0 && c.hidden % c.heads != 0) {
     throw Error(what + ".head_dim: hidden " + std::to_string(c.hidden) + " is not a multiple of heads " +

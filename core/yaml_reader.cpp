@@ -1,6 +1,8 @@
 #include "core/yaml_reader.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -12,6 +14,36 @@ namespace {
 
 std::string child_path(const std::string& parent, const std::string& key) {
   return parent.empty() ? key : parent + "." + key;
+}
+
+// YAML text is Unicode (YAML 1.2, 5.2); yaml-cpp passes invalid UTF-8 through to the strings it
+// returns, and its emitter then writes U+FFFD for it, so a saved file would not read back the
+// same. Returns the offset of the first byte that is not part of well-formed UTF-8 (no overlong
+// forms, no surrogates, nothing above U+10FFFF).
+std::optional<std::size_t> invalid_utf8_offset(const std::string& text) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const unsigned char c = byte(i);
+    std::size_t length = 0;
+    unsigned char low = 0x80, high = 0xBF;  // the range of the second byte
+    if (c < 0x80) length = 1;
+    else if (c >= 0xC2 && c <= 0xDF) length = 2;
+    else if (c == 0xE0) length = 3, low = 0xA0;
+    else if (c == 0xED) length = 3, high = 0x9F;
+    else if (c >= 0xE1 && c <= 0xEF) length = 3;
+    else if (c == 0xF0) length = 4, low = 0x90;
+    else if (c == 0xF4) length = 4, high = 0x8F;
+    else if (c >= 0xF1 && c <= 0xF3) length = 4;
+    else return i;
+    if (i + length > text.size()) return i;
+    for (std::size_t k = 1; k < length; ++k) {
+      const unsigned char b = byte(i + k);
+      if (b < (k == 1 ? low : 0x80) || b > (k == 1 ? high : 0xBF)) return i;
+    }
+    i += length;
+  }
+  return std::nullopt;
 }
 
 const char* kind_name(const YAML::Node& n) {
@@ -27,6 +59,11 @@ YamlValue::YamlValue(YAML::Node node, std::shared_ptr<const std::string> file, s
     : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)) {}
 
 YamlValue YamlValue::load_string(const std::string& text, const std::string& name) {
+  if (const auto bad = invalid_utf8_offset(text)) {
+    const auto line = std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(*bad), '\n') + 1;
+    throw Error(name + ":" + std::to_string(line) + ": not valid YAML: invalid UTF-8 at byte " +
+                std::to_string(*bad));
+  }
   try {
     return YamlValue(YAML::Load(text), std::make_shared<const std::string>(name), "");
   } catch (const YAML::Exception& e) {
@@ -35,6 +72,11 @@ YamlValue YamlValue::load_string(const std::string& text, const std::string& nam
 }
 
 YamlValue YamlValue::load_file(const std::string& file) {
+  // A device or a fifo (/dev/zero, /dev/stdin) would be read forever; a folder reads as empty.
+  std::error_code error;
+  if (std::filesystem::exists(file, error) && !std::filesystem::is_regular_file(file, error)) {
+    throw Error(file + ": not a regular file");
+  }
   std::ifstream in(file, std::ios::binary);
   if (!in) throw Error(file + ": cannot open file");
   std::ostringstream text;
@@ -107,6 +149,14 @@ std::int64_t YamlValue::as_positive_int() const {
   const auto v = as_int();
   if (v <= 0) fail("must be > 0, got " + node_.Scalar());
   return v;
+}
+
+int YamlValue::as_int32() const {
+  const auto v = as_int();
+  if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) {
+    fail("integer out of range: '" + node_.Scalar() + "'");
+  }
+  return static_cast<int>(v);
 }
 
 bool YamlValue::as_bool() const {

@@ -38,6 +38,7 @@ class YamlValue {
   double as_nonnegative_double() const;  // >= 0
   std::int64_t as_int() const;
   std::int64_t as_positive_int() const;  // > 0
+  int as_int32() const;                  // fits in an int (no silent wrap-around on the cast)
   bool as_bool() const;
   std::vector<YamlValue> items() const;  // a sequence's elements
   std::vector<double> as_double_list() const;

@@ -3,6 +3,7 @@
 // order, then divided, as a ring or a rooted reduce of NCCL does on one device), then Muon per
 // matrix (each expert of a stack on its own) and AdamW per remaining parameter.
 #pragma once
+#include <string>
 #include <vector>
 
 #include <Eigen/Core>
@@ -24,13 +25,15 @@ class ModelStep {
             FlatParams initial, Rounding rounding);
 
   // One step with the ranks' local gradients, [rank][param]. Throws dmuon::Error on a gradient
-  // of the wrong count or size.
+  // of the wrong count or size. A parameter whose mean gradient is not finite follows its
+  // policy as the plan interpreter does: error names it, skip leaves it (and its state) as is.
   void step(const std::vector<FlatParams>& rank_grads);
 
   const FlatParams& params() const { return params_; }
 
  private:
   FlatParams params_;
+  std::vector<std::string> names_;
   const Routing& routing_;
   OptimizerConfig config_;
   bool all_adamw_;

@@ -1,11 +1,13 @@
 #include "reference/newton_schulz.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <utility>
 
 #include <Eigen/SVD>
 
+#include "core/error.hpp"
 #include "reference/rounding.hpp"
 
 namespace dmuon::ref {
@@ -28,11 +30,23 @@ struct Store {
 Eigen::MatrixXd normalised(Eigen::MatrixXd X, const NsConfig& ns, Rounding rounding) {
   const Store norm_store{rounding, ns.normalize_dtype};
   norm_store(X);
-  const double frobenius = norm_store(X.norm());
+  double frobenius = X.norm();
+  // The plain sum of squares overflows above ~1e154 and underflows below ~1e-162 (a huge
+  // gradient would become a zero update, a subnormal one an unnormalised one); Eigen's scaled
+  // norm is exact there. Only then, so every ordinary input keeps its bits.
+  if (!std::isfinite(frobenius) || (frobenius == 0.0 && !X.isZero(0.0))) frobenius = X.stableNorm();
+  frobenius = norm_store(frobenius);
   // A zero matrix stays zero (0 / eps would be fine too, but this cannot produce 0/0 even
   // when eps rounds to zero in a narrow normalize_dtype).
   if (frobenius == 0.0) return X;
-  X /= norm_store(ns_normaliser(frobenius, ns));
+  const double normaliser = norm_store(ns_normaliser(frobenius, ns));
+  // fp16 ends at 65504: dividing by an infinite normaliser would return a zero matrix, i.e. a
+  // silently skipped update.
+  if (!std::isfinite(normaliser)) {
+    throw Error("newton_schulz: the Frobenius norm " + std::to_string(frobenius) + " of the input overflows " +
+                "normalize_dtype " + std::string(to_string(ns.normalize_dtype)) + "; use a wider normalize_dtype");
+  }
+  X /= normaliser;
   norm_store(X);
   Store{rounding, ns.compute_dtype}(X);
   return X;

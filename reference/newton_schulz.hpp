@@ -13,7 +13,8 @@ namespace dmuon::ref {
 // Transposes to wide (m <= n), divides by the configured Frobenius normaliser, runs ns.steps
 // iterations of ns.variant with ns.coefficient(t), transposes back. Gram runs even when the
 // matrix is square: whether to fall back to standard is the caller's decision.
-// Zero input gives zero output.
+// Zero input gives zero output. Throws dmuon::Error when the input's norm does not fit
+// normalize_dtype (fp16 beyond 65504) under Rounding::emulate.
 Eigen::MatrixXd newton_schulz(const Eigen::MatrixXd& G, const NsConfig& ns, Rounding rounding);
 
 // The divisor newton_schulz applies to the (transposed) input with Frobenius norm

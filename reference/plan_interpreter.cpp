@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "reference/elementwise_steps.hpp"
 #include "reference/newton_schulz.hpp"
+#include "reference/nonfinite.hpp"
 
 namespace dmuon::ref {
 namespace {
@@ -51,6 +52,8 @@ PlanInterpreter::PlanInterpreter(const Plan& plan, const ModelSpec& model, const
       options_(options),
       buffers_(plan.mesh.world(), numels(model)),
       lr_adjusted_(adjusted_lrs(model, routing, config.muon)),
+      param_steps_(model.params.size(), 0),
+      skip_(model.params.size(), 0),
       rank_errors_(plan.ranks.size()) {
   config_.validate();
   if (static_cast<int>(plan.ranks.size()) != plan.mesh.world()) {
@@ -98,15 +101,41 @@ void PlanInterpreter::step(const std::vector<std::vector<Eigen::VectorXd>>& loca
       }
     }
   }
+  mark_nonfinite_gradients(local_grads);
   const auto until = deadline();
   // Every rank takes the step, an AdamW shard of zero elements included: the bias-correction
-  // step t counts steps taken, not adamw ops run.
+  // step t counts steps taken, not adamw ops run (nor steps a non-finite gradient skipped).
   ++steps_;
+  for (std::size_t p = 0; p < param_steps_.size(); ++p) param_steps_[p] += skip_[p] ? 0 : 1;
   run(Run::forward, until);
   for (int r = 0; r < world; ++r) {
     for (std::size_t p = 0; p < buffers_.params(); ++p) buffers_.buffer(r, p, BufferKind::grad) = local_grads[at(r)][p];
   }
   run(Run::backward_and_optimizer, until);
+}
+
+void PlanInterpreter::mark_nonfinite_gradients(const std::vector<std::vector<Eigen::VectorXd>>& local_grads) {
+  for (std::size_t p = 0; p < skip_.size(); ++p) {
+    skip_[p] = 0;
+    const bool muon = p < routing_.per_param.size() && routing_.per_param[p] == Update::muon;
+    const NonfinitePolicy policy = muon ? config_.muon.nonfinite : config_.adamw.nonfinite;
+    for (std::size_t r = 0; r < local_grads.size(); ++r) {
+      const Eigen::VectorXd& g = local_grads[r][p];
+      const std::int64_t bad = first_nonfinite(g.data(), g.size());
+      if (bad < 0) continue;
+      if (policy == NonfinitePolicy::error) {
+        throw Error(nonfinite_message("interpreter: rank " + std::to_string(r), "gradient", param_names_[p],
+                                      g[bad], bad));
+      }
+      skip_[p] = 1;
+    }
+  }
+}
+
+void PlanInterpreter::require_finite(const double* data, std::int64_t n, const std::string& where,
+                                     const char* what, std::size_t param) const {
+  const std::int64_t bad = first_nonfinite(data, n);
+  if (bad >= 0) throw Error(nonfinite_message(where, what, param_names_[param], data[bad], bad));
 }
 
 std::vector<std::vector<Eigen::VectorXd>> PlanInterpreter::params_after_forward() {
@@ -164,11 +193,18 @@ void PlanInterpreter::compute(int rank, int index) {
   }
 }
 
+// Region offsets in the "element" of messages are relative to the region's start.
 void PlanInterpreter::momentum(int rank, const Op& op, const std::string& where) {
   for (const Region& r : op.regions) {
-    momentum_elementwise(buffers_.at(rank, BufferKind::grad, r, where),
-                         buffers_.at(rank, BufferKind::momentum, r, where),
-                         buffers_.at(rank, BufferKind::ns_input, r, where), r.count, config_.muon, rounding_);
+    buffers_.check(r, where);
+    if (skip_[r.param]) continue;
+    const double* grad = buffers_.at(rank, BufferKind::grad, r, where);
+    require_finite(grad, r.count, where, "reduced gradient", r.param);
+    double* momentum = buffers_.at(rank, BufferKind::momentum, r, where);
+    double* ns_input = buffers_.at(rank, BufferKind::ns_input, r, where);
+    momentum_elementwise(grad, momentum, ns_input, r.count, config_.muon, rounding_);
+    require_finite(momentum, r.count, where, "momentum", r.param);
+    require_finite(ns_input, r.count, where, "Newton-Schulz input", r.param);
   }
 }
 
@@ -181,30 +217,42 @@ void PlanInterpreter::newton_schulz(int rank, const Op& op, const std::string& w
                   std::to_string(routing_.muon_matrices.size()) + ")");
     }
     const MuonMatrix& mm = routing_.muon_matrices[m];
+    if (skip_[mm.param]) continue;
     const Region region = matrix_region(routing_, m);
     const Eigen::MatrixXd input =
         Eigen::Map<const RowMajor>(buffers_.at(rank, BufferKind::ns_input, region, where), mm.rows, mm.cols);
     const Eigen::MatrixXd output = ref::newton_schulz(input, config_.muon.ns, rounding_);
     Eigen::Map<RowMajor>(buffers_.at(rank, BufferKind::ns_output, region, where), mm.rows, mm.cols) = output;
+    require_finite(output.data(), output.size(), where, "Newton-Schulz output", mm.param);
   }
 }
 
 void PlanInterpreter::muon_update(int rank, const Op& op, const std::string& where) {
   for (const Region& r : op.regions) {
     buffers_.check(r, where);
+    if (skip_[r.param]) continue;
     const double lr_adj = lr_adjusted_[r.param];
     if (std::isnan(lr_adj)) throw Error(where + ": parameter '" + param_names_[r.param] + "' has no Muon matrix");
-    muon_update_elementwise(buffers_.at(rank, BufferKind::param, r, where),
-                            buffers_.at(rank, BufferKind::ns_output, r, where), r.count, lr_adj, config_.muon,
+    double* param = buffers_.at(rank, BufferKind::param, r, where);
+    muon_update_elementwise(param, buffers_.at(rank, BufferKind::ns_output, r, where), r.count, lr_adj, config_.muon,
                             rounding_);
+    require_finite(param, r.count, where, "updated weight", r.param);
   }
 }
 
 void PlanInterpreter::adamw(int rank, const Op& op, const std::string& where) {
   for (const Region& r : op.regions) {
-    adamw_elementwise(buffers_.at(rank, BufferKind::param, r, where), buffers_.at(rank, BufferKind::grad, r, where),
-                      buffers_.at(rank, BufferKind::adam_m, r, where), buffers_.at(rank, BufferKind::adam_v, r, where),
-                      r.count, steps_, config_.adamw, rounding_);
+    buffers_.check(r, where);
+    if (skip_[r.param]) continue;
+    double* param = buffers_.at(rank, BufferKind::param, r, where);
+    const double* grad = buffers_.at(rank, BufferKind::grad, r, where);
+    double* m = buffers_.at(rank, BufferKind::adam_m, r, where);
+    double* v = buffers_.at(rank, BufferKind::adam_v, r, where);
+    require_finite(grad, r.count, where, "reduced gradient", r.param);
+    adamw_elementwise(param, grad, m, v, r.count, param_steps_[r.param], config_.adamw, rounding_);
+    require_finite(v, r.count, where, "exp_avg_sq", r.param);
+    require_finite(m, r.count, where, "exp_avg", r.param);
+    require_finite(param, r.count, where, "updated weight", r.param);
   }
 }
 

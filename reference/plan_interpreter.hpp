@@ -37,6 +37,11 @@ class PlanInterpreter {
   // [rank][param]) copied into its gradient buffers, then the backward- and optimizer-phase ops.
   // Each rank is one thread running its ops in list order. Throws the first error of the step
   // as one dmuon::Error line; the interpreter's state is then undefined.
+  // Non-finite local gradients are found before any op runs, so every rank takes the same
+  // decision: the parameter's policy (config muon.nonfinite for Muon-routed parameters,
+  // adamw.nonfinite for the others) throws naming the rank and parameter, or skips it (no op
+  // touches its weights or state this step; its AdamW step count stays). A non-finite value
+  // that appears later (a reduction, momentum, moment or weight overflowing) is an error.
   void step(const std::vector<std::vector<Eigen::VectorXd>>& local_grads);
 
   // Runs the forward-phase ops (gathering and broadcasting parameters, so every rank holds
@@ -58,6 +63,9 @@ class PlanInterpreter {
   void newton_schulz(int rank, const Op& op, const std::string& where);
   void muon_update(int rank, const Op& op, const std::string& where);
   void adamw(int rank, const Op& op, const std::string& where);
+  void mark_nonfinite_gradients(const std::vector<std::vector<Eigen::VectorXd>>& local_grads);
+  void require_finite(const double* data, std::int64_t n, const std::string& where, const char* what,
+                      std::size_t param) const;
 
   Plan plan_;
   std::vector<std::string> param_names_;
@@ -68,6 +76,8 @@ class PlanInterpreter {
   RankBuffers buffers_;
   std::vector<double> lr_adjusted_;  // per parameter; NaN where the parameter has no Muon matrix
   long steps_ = 0;
+  std::vector<long> param_steps_;  // steps each parameter took (AdamW's t), skips excluded
+  std::vector<char> skip_;          // per parameter: skipped this step (non-finite gradient)
   std::vector<std::string> rank_errors_;
 };
 

@@ -126,7 +126,7 @@ VerifyCase muon_case(const std::string& name, const CaseReader& c) {
             ref::MuonState state;
             auto out = run_steps(name, w0, grads, weights, tol.rel, state,
                                  [&](Eigen::MatrixXd& w, const Eigen::MatrixXd& g, ref::MuonState& s) {
-                                   ref::muon_step(w, g, s, opt.muon, Rounding::emulate);
+                                   ref::muon_step(w, g, s, opt.muon, Rounding::emulate, name);
                                  });
             out.push_back(compare_rel(name + "/momentum", state.momentum, momentum, tol.state_rel));
             return out;
@@ -149,7 +149,7 @@ VerifyCase adamw_case(const std::string& name, const CaseReader& c) {
             ref::AdamWState state;
             auto out = run_steps(name, w0, grads, weights, tol.rel, state,
                                  [&](Eigen::MatrixXd& w, const Eigen::MatrixXd& g, ref::AdamWState& s) {
-                                   ref::adamw_step(w, g, s, opt.adamw, Rounding::emulate);
+                                   ref::adamw_step(w, g, s, opt.adamw, Rounding::emulate, name);
                                  });
             out.push_back(compare_rel(name + "/exp_avg", state.exp_avg, exp_avg, tol.state_rel));
             out.push_back(compare_rel(name + "/exp_avg_sq", state.exp_avg_sq, exp_avg_sq, tol.state_rel));
@@ -171,12 +171,7 @@ VerifyCase parse_case(const std::string& dir, const YamlValue& value) {
   return out;
 }
 
-}  // namespace
-
-std::vector<VerifyCase> load_golden_cases(const std::string& dir) {
-  const std::string manifest = (std::filesystem::path(dir) / "manifest.json").string();
-  if (!std::filesystem::exists(manifest)) throw Error(manifest + ": golden manifest not found");
-  const YamlValue root = YamlValue::load_file(manifest);
+std::vector<VerifyCase> parse_manifest(const YamlValue& root, const std::string& dir) {
   YamlMap m(root);
   const std::string format = m.get("format").as_string();
   if (format != "dmuon-golden-1") m.get("format").fail("unsupported format '" + format + "' (expected dmuon-golden-1)");
@@ -186,6 +181,19 @@ std::vector<VerifyCase> load_golden_cases(const std::string& dir) {
   if (cases.empty()) m.get("cases").fail("no cases");
   m.finish();
   return cases;
+}
+
+}  // namespace
+
+std::vector<VerifyCase> load_golden_cases(const std::string& dir) {
+  const std::string manifest = (std::filesystem::path(dir) / "manifest.json").string();
+  if (!std::filesystem::exists(manifest)) throw Error(manifest + ": golden manifest not found");
+  return parse_manifest(YamlValue::load_file(manifest), dir);
+}
+
+std::vector<VerifyCase> parse_golden_manifest(const std::string& text, const std::string& manifest_name,
+                                              const std::string& dir) {
+  return parse_manifest(YamlValue::load_string(text, manifest_name), dir);
 }
 
 }  // namespace dmuon::verify

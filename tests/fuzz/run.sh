@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs one libFuzzer target over its kept corpus (tests/fuzz/corpus/TARGET) and the seeds (every
+# file under scenarios/ and tests/golden/), writing new inputs to SCRATCH/TARGET.
+#   run.sh TARGET EXE SECONDS SCRATCH          # CTest smoke run: replay all, then fuzz SECONDS
+#   run.sh TARGET EXE runs=N SCRATCH [FLAGS]   # long run: N executions (reports/reliability.md)
+# Exit status non-zero on a crash, leak, sanitizer report, uncaught exception, timeout (10 s per
+# input) or more than 2 GiB resident; libFuzzer writes the input as SCRATCH/TARGET/crash-*.
+set -euo pipefail
+target=$1 exe=$(realpath "$2") budget=$3 scratch=$(realpath -m "$4")
+shift 4
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+mkdir -p "$scratch/$target"
+case "$budget" in
+  runs=*) limit=(-runs="${budget#runs=}") ;;
+  *) limit=(-max_total_time="$budget") ;;
+esac
+cd "$scratch/$target"  # crash-*, leak-*, timeout-* files land here
+exec "$exe" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "$@" \
+  "$scratch/$target" "$here/corpus/$target" "$root/scenarios" "$root/tests/golden"
