@@ -181,6 +181,7 @@ int step_command(int argc, char** argv) {
   exec::LaunchOptions lo;
   try {
     lo.launcher = exec::parse_launcher(a.launcher, "--launcher");
+    lo.barrier_timeout_seconds = a.bench.timeout_seconds;
   } catch (const Error& e) {
     std::cerr << "dmuon-bench step: " << e.what() << "\n";
     return 2;

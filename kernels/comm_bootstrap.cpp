@@ -132,7 +132,28 @@ std::vector<std::string> run_local_ranks(int world,
   return errors;
 }
 
-std::vector<double> all_gather_values(RankComms& comms, const std::vector<double>& values) {
+namespace {
+
+void wait_polling(RankComms& comms, cudaStream_t stream, double timeout_seconds, const std::atomic<bool>* peer_failed) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+  std::string cause;
+  while (cause.empty()) {
+    const cudaError_t s = cudaStreamQuery(stream);
+    if (s == cudaSuccess) return;
+    if (s != cudaErrorNotReady) cause = std::string("CUDA error: ") + cudaGetErrorString(s);
+    else if (const std::string e = comms.async_error(); !e.empty()) cause = "NCCL error: " + e;
+    else if (peer_failed && *peer_failed) cause = "a peer rank failed";
+    else if (std::chrono::steady_clock::now() > deadline) cause = "timeout after " + std::to_string(timeout_seconds) + " s";
+    else std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  comms.abort_all();
+  throw Error("rank " + std::to_string(comms.rank()) + ": barrier (all-gather of host values) did not complete: " + cause);
+}
+
+}  // namespace
+
+std::vector<double> all_gather_values(RankComms& comms, const std::vector<double>& values, double timeout_seconds,
+                                      const std::atomic<bool>* peer_failed) {
   const std::size_t n = values.size();
   std::vector<double> out(n * static_cast<std::size_t>(comms.world()));
   if (n == 0) return out;
@@ -143,10 +164,10 @@ std::vector<double> all_gather_values(RankComms& comms, const std::vector<double
     const std::size_t mine = n * static_cast<std::size_t>(comms.rank());
     DMUON_CUDA_CHECK(cudaMemcpy(dev + mine, values.data(), n * sizeof(double), cudaMemcpyHostToDevice));
     DMUON_NCCL_CHECK(ncclAllGather(dev + mine, dev, n, ncclFloat64, comms.world_comm(), cudaStreamPerThread));
-    DMUON_CUDA_CHECK(cudaStreamSynchronize(cudaStreamPerThread));
+    wait_polling(comms, cudaStreamPerThread, timeout_seconds, peer_failed);
     DMUON_CUDA_CHECK(cudaMemcpy(out.data(), dev, out.size() * sizeof(double), cudaMemcpyDeviceToHost));
   } catch (...) {
-    (void)cudaFree(dev);
+    if (!comms.aborted()) (void)cudaFree(dev);  // after an abort the stream may still hold it
     throw;
   }
   DMUON_CUDA_CHECK(cudaFree(dev));

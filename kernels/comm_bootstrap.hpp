@@ -37,7 +37,10 @@ ncclUniqueId unique_id_via_file(const RankIdentity& me, const std::string& path,
 std::vector<std::string> run_local_ranks(int world, const std::function<void(RankComms&, std::atomic<bool>& peer_failed)>& body);
 
 // Every rank's `values` (same length on every rank), concatenated in rank order, on every rank:
-// an all-gather over the world communicator (collective; also a barrier).
-std::vector<double> all_gather_values(RankComms& comms, const std::vector<double>& values);
+// an all-gather over the world communicator (collective; also a barrier). Waits by polling, as
+// the executor does: an NCCL error, a peer's failure or `timeout_seconds` aborts the
+// communicators and throws dmuon::Error naming the rank.
+std::vector<double> all_gather_values(RankComms& comms, const std::vector<double>& values, double timeout_seconds,
+                                      const std::atomic<bool>* peer_failed = nullptr);
 
 }  // namespace dmuon::comm

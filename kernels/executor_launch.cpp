@@ -24,7 +24,7 @@ Launcher parse_launcher(const std::string& name, const std::string& what) {
 int RankHandle::rank() const { return comms_.rank(); }
 int RankHandle::world() const { return comms_.world(); }
 
-std::vector<double> RankHandle::all_gather(const std::vector<double>& values) { return comm::all_gather_values(comms_, values); }
+std::vector<double> RankHandle::all_gather(const std::vector<double>& values) { return comm::all_gather_values(comms_, values, timeout_seconds_, peer_failed_); }
 
 std::vector<std::vector<double>> RankHandle::all_gather_ragged(const std::vector<double>& values) {
   const std::vector<double> sizes = all_gather({static_cast<double>(values.size())});
@@ -45,9 +45,9 @@ namespace {
 
 // One process, one rank (MPI or env): runs the body; on failure prints the error naming the
 // rank and returns 1 (after aborting the communicators, so peers see an error, not a hang).
-int run_one(comm::RankComms& comms, const std::function<void(RankHandle&)>& body) {
+int run_one(comm::RankComms& comms, double timeout, const std::function<void(RankHandle&)>& body) {
   try {
-    RankHandle h(comms, nullptr);
+    RankHandle h(comms, nullptr, timeout);
     body(h);
     return 0;
   } catch (const std::exception& e) {
@@ -83,7 +83,7 @@ int launch_ranks(const LaunchOptions& options, int* argc, char*** argv, const st
       int code = 0;
       {
         comm::RankComms comms(me.rank, me.world, me.device, id);
-        code = run_one(comms, body);
+        code = run_one(comms, options.barrier_timeout_seconds, body);
       }
       if (code != 0) mpi.abort_job(code);  // the other processes must not wait for this one
       return code;
@@ -100,12 +100,12 @@ int launch_ranks(const LaunchOptions& options, int* argc, char*** argv, const st
       }
       const ncclUniqueId id = comm::unique_id_via_file(me, file, options.bootstrap_timeout_seconds);
       comm::RankComms comms(me.rank, me.world, me.device, id);
-      return run_one(comms, body);
+      return run_one(comms, options.barrier_timeout_seconds, body);
     }
     int world = options.threads_world;
     if (world <= 0) DMUON_CUDA_CHECK(cudaGetDeviceCount(&world));
     const auto errors = comm::run_local_ranks(world, [&](comm::RankComms& comms, std::atomic<bool>& failed) {
-      RankHandle h(comms, &failed);
+      RankHandle h(comms, &failed, options.barrier_timeout_seconds);
       body(h);
     });
     int code = 0;

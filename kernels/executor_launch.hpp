@@ -21,7 +21,8 @@ Launcher parse_launcher(const std::string& name, const std::string& what);
 // (collective, doubles as a barrier) and, in single-process mode, the flag a failing rank raises.
 class RankHandle {
  public:
-  RankHandle(comm::RankComms& comms, const std::atomic<bool>* peer_failed) : comms_(comms), peer_failed_(peer_failed) {}
+  RankHandle(comm::RankComms& comms, const std::atomic<bool>* peer_failed, double timeout_seconds)
+      : comms_(comms), peer_failed_(peer_failed), timeout_seconds_(timeout_seconds) {}
   int rank() const;
   int world() const;
   comm::RankComms& comms() { return comms_; }
@@ -34,12 +35,14 @@ class RankHandle {
  private:
   comm::RankComms& comms_;
   const std::atomic<bool>* peer_failed_;
+  double timeout_seconds_;
 };
 
 struct LaunchOptions {
   Launcher launcher = Launcher::automatic;  // automatic: mpi if started by mpirun, env if DMUON_RANK is set, else threads
   int threads_world = 0;                    // threads: ranks (0: every visible GPU)
   double bootstrap_timeout_seconds = 120;
+  double barrier_timeout_seconds = 300;     // RankHandle::all_gather waits at most this long
 };
 
 // Runs `body` on every rank of this process (one rank, or all of them in threads mode).
