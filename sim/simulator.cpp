@@ -140,10 +140,14 @@ void Runner::arrive(int c) {
 }
 
 void Runner::execute(int c, CollectiveSync& cs) {
-  const CollectiveSchedule s = make_schedule(prog_.collectives[static_cast<std::size_t>(c)].call, topo_, nccl_);
+  const SimCollective& sc = prog_.collectives[static_cast<std::size_t>(c)];
+  const CollectiveSchedule s = make_schedule(sc.call, topo_, nccl_);
   cs.algorithm = s.algorithm;
   cs.start = sg4::Engine::get_clock();
-  if (!s.edges.empty()) {
+  if (sc.call.members.size() == 1) {
+    cs.algorithm = "local";
+    if (sc.local_seconds > 0) sg4::this_actor::sleep_for(sc.local_seconds);
+  } else if (!s.edges.empty()) {
     sg4::this_actor::sleep_for(nccl_.base_latency_us * 1e-6);
     if (mode_ == SimMode::flows) {
       run_flows(s);

@@ -203,6 +203,8 @@ int RankBuilder::merged_index(int rank, const Op& op, int unit) {
   }
   SimCollective& c = prog_.collectives[static_cast<std::size_t>(index)];
   c.merged += 1;
+  const bool per_region = op.kind == OpKind::broadcast || op.kind == OpKind::reduce || op.kind == OpKind::all_reduce;
+  c.calls += per_region ? std::max<int>(1, static_cast<int>(op.regions.size())) : 1;
   const int bpe = plan_.bytes_per_element;
   if (op.kind == OpKind::all_to_all) {
     for (const Transfer& tr : op.transfers) c.call.transfers.emplace_back(tr.src, tr.dst, double(tr.from.count) * bpe);
@@ -420,6 +422,10 @@ StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const R
       if (!is_collective(op.kind)) seconds[i] = compute_op_seconds(op, routing, optimizer, cost);
     }
     prog.ranks.push_back(merge_compute_runs(builder.build(static_cast<int>(r), seconds)));
+  }
+  for (auto& c : prog.collectives) {
+    if (c.call.members.size() != 1) continue;
+    c.local_seconds = cost.elementwise_seconds(2 * c.call.bytes) + (c.calls - 1) * cost.device().launch_overhead_us * 1e-6;
   }
   return prog;
 }

@@ -49,6 +49,10 @@ struct SimCollective {
   std::string label;
   std::string group;  // the Plan's group name
   int merged = 1;     // Plan collectives in this launch
+  int calls = 0;      // NCCL calls (a multi-region broadcast/reduce/all-reduce is one per region)
+  // A one-member collective: NCCL still launches a kernel per call that copies (and scales)
+  // the buffer locally (ncclLaunchOneRank): launches + read and write of the payload.
+  double local_seconds = 0;
 };
 
 struct StepProgram {
