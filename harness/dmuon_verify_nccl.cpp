@@ -127,6 +127,64 @@ CaseResult compare_update(const std::string& name, const std::vector<double>& go
   return r;
 }
 
+// Parameters after the steps, 2 GPUs vs 1 GPU: identical bits everywhere.
+CaseResult compare_with_one_gpu(const std::string& name, const Flat& got, const Flat& one_gpu, const ModelSpec& model) {
+  CaseResult worst = named(name);
+  worst.metric = "bitwise";
+  worst.passed = true;
+  for (std::size_t p = 0; p < got.size() && worst.passed; ++p) {
+    CaseResult r = compare_bitwise(name, column(got[p]), column(one_gpu[p]));
+    if (!r.passed) {
+      worst = r;
+      worst.detail = "first difference in " + model.params[p].name + (r.detail.empty() ? "" : ": " + r.detail);
+    }
+  }
+  return worst;
+}
+
+// The update of every parameter against the single-device reference in storage-rounding mode:
+// Muon parameters within the NS engine's accuracy gate, AdamW ones within 1e-3 (fp32 on both
+// sides). One result per kind, the worst parameter named.
+std::vector<CaseResult> compare_with_reference(const std::string& key, const Flat& got, const ModelSpec& model,
+                                               const Routing& routing, const OptimizerConfig& config, const Flat& initial,
+                                               const std::vector<std::vector<Flat>>& grads) {
+  const bool all_adamw = key.find("/adamw/") != std::string::npos;
+  ref::FlatParams init_eigen;
+  for (const auto& v : initial) init_eigen.push_back(column(v));
+  ref::ModelStep reference(model, routing, config, all_adamw, init_eigen, ref::Rounding::emulate);
+  for (const auto& step_grads : grads) {
+    std::vector<ref::FlatParams> g;
+    for (const Flat& rank : step_grads) {
+      ref::FlatParams x;
+      for (const auto& v : rank) x.push_back(column(v));
+      g.push_back(std::move(x));
+    }
+    reference.step(g);
+  }
+  const double muon_tol = cuda::accuracy_gate(config.muon.ns);
+  CaseResult muon_worst = named(key + "/muon-vs-reference"), adamw_worst = named(key + "/adamw-vs-reference");
+  muon_worst.passed = adamw_worst.passed = true;
+  bool any_muon = false;
+  for (std::size_t p = 0; p < got.size(); ++p) {
+    const bool is_muon = !all_adamw && routing.per_param[p] == Update::muon;
+    const Eigen::VectorXd& want = reference.params()[p];
+    const std::vector<double> want_v(want.data(), want.data() + want.size());
+    CaseResult r = compare_update(key, got[p], want_v, initial[p], is_muon ? muon_tol : 1e-3);
+    CaseResult& w = is_muon ? muon_worst : adamw_worst;
+    any_muon = any_muon || is_muon;
+    if ((w.passed && !r.passed) || (w.passed == r.passed && r.error > w.error)) {
+      const std::string keep = w.name;
+      w = r;
+      w.name = keep;
+      w.detail = "worst: " + model.params[p].name;
+    }
+  }
+  std::vector<CaseResult> out;
+  if (any_muon) out.push_back(muon_worst);
+  out.push_back(adamw_worst);
+  return out;
+}
+
 }  // namespace
 
 std::vector<CaseResult> run_nccl_cases(const NcclVerifyOptions& o) {
@@ -184,53 +242,10 @@ std::vector<CaseResult> run_nccl_cases(const NcclVerifyOptions& o) {
         out.push_back(r);
         continue;
       }
-      CaseResult worst = named(job.key + "/vs-1-gpu");
-      worst.metric = "bitwise";
-      worst.passed = true;
-      for (std::size_t p = 0; p < got.size() && worst.passed; ++p) {
-        CaseResult r = compare_bitwise(worst.name, column(got[p]), column(one.at(job.key)[p]));
-        if (!r.passed) {
-          worst = r;
-          worst.detail = "first difference in " + model.params[p].name + (r.detail.empty() ? "" : ": " + r.detail);
-        }
-      }
-      out.push_back(worst);
+      out.push_back(compare_with_one_gpu(job.key + "/vs-1-gpu", got, one.at(job.key), model));
       continue;
     }
-    const bool all_adamw = job.key.find("/adamw/") != std::string::npos;
-    ref::FlatParams init_eigen;
-    for (const auto& v : initial) init_eigen.push_back(column(v));
-    ref::ModelStep reference(model, routing, configs[preset], all_adamw, init_eigen, ref::Rounding::emulate);
-    for (const auto& step_grads : grads) {
-      std::vector<ref::FlatParams> g;
-      for (const Flat& rank : step_grads) {
-        ref::FlatParams x;
-        for (const auto& v : rank) x.push_back(column(v));
-        g.push_back(std::move(x));
-      }
-      reference.step(g);
-    }
-    const double muon_tol = cuda::accuracy_gate(configs[preset].muon.ns);
-    CaseResult muon_worst = named(job.key + "/muon-vs-reference"), adamw_worst = named(job.key + "/adamw-vs-reference");
-    muon_worst.passed = adamw_worst.passed = true;
-    bool any_muon = false;
-    for (std::size_t p = 0; p < got.size(); ++p) {
-      const bool is_muon = !all_adamw && routing.per_param[p] == Update::muon;
-      const Eigen::VectorXd& want = reference.params()[p];
-      const std::vector<double> want_v(want.data(), want.data() + want.size());
-      // AdamW runs in fp32 on both sides (the reference rounding where the GPU stores).
-      CaseResult r = compare_update(job.key, got[p], want_v, initial[p], is_muon ? muon_tol : 1e-3);
-      CaseResult& w = is_muon ? muon_worst : adamw_worst;
-      any_muon = any_muon || is_muon;
-      if ((w.passed && !r.passed) || (w.passed == r.passed && r.error > w.error)) {
-        const std::string keep = w.name;
-        w = r;
-        w.name = keep;
-        w.detail = "worst: " + model.params[p].name;
-      }
-    }
-    if (any_muon) out.push_back(muon_worst);
-    out.push_back(adamw_worst);
+    for (auto& r : compare_with_reference(job.key, got, model, routing, configs.at(preset), initial, grads)) out.push_back(r);
   }
   return out;
 }
