@@ -1,5 +1,6 @@
 #include "core/scenario.hpp"
 
+#include <cmath>
 #include <filesystem>
 #include <set>
 
@@ -73,6 +74,16 @@ NcclSpec parse_nccl(const YamlValue& value) {
   if (auto v = m.find("channels")) n.channels = v->as_positive_int();
   if (auto v = m.find("chunk_bytes")) n.chunk_bytes = v->as_positive_int();
   if (auto v = m.find("all_reduce")) n.all_reduce = parse_scalar(*v, parse_all_reduce);
+  if (auto v = m.find("size_efficiency")) {
+    for (const auto& item : v->items()) {
+      const auto point = item.as_double_list();
+      if (point.size() != 2) item.fail("expected [bytes, efficiency]");
+      const double previous = n.size_efficiency.empty() ? 0 : n.size_efficiency.back().first;
+      if (!(point[0] > previous)) item.fail("bytes must be > 0 and strictly increasing");
+      if (!(point[1] > 0 && point[1] <= 1)) item.fail("efficiency must be in (0, 1]");
+      n.size_efficiency.emplace_back(point[0], point[1]);
+    }
+  }
   m.finish();
   return n;
 }
@@ -216,6 +227,19 @@ std::string_view to_string(AllReduceAlgorithm a) {
     case AllReduceAlgorithm::automatic: return "auto";
   }
   return "?";
+}
+
+double NcclSpec::efficiency_at(double bytes) const {
+  const auto& c = size_efficiency;
+  if (c.empty()) return 1;
+  if (bytes <= c.front().first) return c.front().second;
+  if (bytes >= c.back().first) return c.back().second;
+  for (std::size_t i = 1; i < c.size(); ++i) {
+    if (bytes > c[i].first) continue;
+    const double f = (std::log2(bytes) - std::log2(c[i - 1].first)) / (std::log2(c[i].first) - std::log2(c[i - 1].first));
+    return c[i - 1].second + f * (c[i].second - c[i - 1].second);
+  }
+  return c.back().second;
 }
 
 std::string_view to_string(SimMode m) { return m == SimMode::fast ? "fast" : "flows"; }

@@ -53,6 +53,13 @@ struct NcclSpec {
   std::int64_t channels = 8;           // rings/chains the data is split over
   std::int64_t chunk_bytes = 512 << 10;  // pipeline chunk of broadcast/reduce/tree, per channel
   AllReduceAlgorithm all_reduce = AllReduceAlgorithm::automatic;
+  // Calibration hook: fraction of the links' effective bandwidth a collective of a given size
+  // (nccl-tests "size", bytes) reaches, as points (bytes, efficiency), bytes strictly
+  // increasing, linear in log2(bytes) between points and clamped outside. Empty = 1 everywhere.
+  // Fit it to nccl-tests busbw by size on the machine (SimAI's ratio tables do the same).
+  std::vector<std::pair<double, double>> size_efficiency;
+
+  double efficiency_at(double bytes) const;
 };
 
 struct ClusterSpec {

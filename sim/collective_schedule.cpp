@@ -176,9 +176,10 @@ double bus_factor(OpKind kind, int p) {
   }
 }
 
-CollectiveSchedule make_schedule(const CollectiveCall& call, const Topology& topo, const NcclSpec& nccl) {
+namespace {
+
+CollectiveSchedule algorithm_schedule(const CollectiveCall& call, const Topology& topo, const NcclSpec& nccl) {
   const int p = static_cast<int>(call.members.size());
-  if (p <= 1) return {"none", 0, {}};
   switch (call.kind) {
     case OpKind::all_gather:
     case OpKind::reduce_scatter: return ring(call, topo, nccl, p - 1);
@@ -196,11 +197,25 @@ CollectiveSchedule make_schedule(const CollectiveCall& call, const Topology& top
   }
 }
 
+}  // namespace
+
+CollectiveSchedule make_schedule(const CollectiveCall& call, const Topology& topo, const NcclSpec& nccl) {
+  if (call.members.size() <= 1) return {"none", 0, {}};
+  CollectiveSchedule s = algorithm_schedule(call, topo, nccl);
+  // The size calibration: a collective that reaches a fraction e of the links' rate moves as if
+  // it carried 1/e of its bytes (same in both modes, so they still agree).
+  const double e = nccl.efficiency_at(call.bytes);
+  if (e != 1) {
+    for (auto& edge : s.edges) edge.bytes_per_step /= e;
+  }
+  return s;
+}
+
 FastSummary summarize(const CollectiveSchedule& schedule, const Topology& topo) {
   FastSummary s;
   const auto& links = topo.links();
   struct EdgeInfo {
-    std::vector<int> route;
+    Route route;
     double latency_s;
   };
   std::vector<EdgeInfo> info;

@@ -53,6 +53,7 @@ double bus_factor(OpKind kind, int p);
 
 // The schedule NCCL would run. all_reduce picks ring or tree as `nccl.all_reduce` says; `auto`
 // takes the one with the lower isolated estimate, as NCCL's tuner does with its own model.
+// With nccl.size_efficiency, every edge's bytes are divided by the efficiency at the call's size.
 CollectiveSchedule make_schedule(const CollectiveCall& call, const Topology& topo, const NcclSpec& nccl);
 
 // What `fast` mode needs from a schedule.

@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <map>
+#include <tuple>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -55,7 +57,16 @@ class Runner {
   void arrive(int c);
   void execute(int c, CollectiveSync& cs);
   void run_flows(const CollectiveSchedule& s);
-  void run_fast(const CollectiveSchedule& s);
+  void run_fast(const FastSummary& f);
+  // Schedules (and their fast summaries) by what determines them: blocks of a model repeat
+  // the same collectives layer after layer.
+  struct Planned {
+    CollectiveSchedule schedule;
+    FastSummary summary;
+  };
+  const Planned& planned(const CollectiveCall& call);
+  std::map<std::tuple<int, std::vector<int>, double, std::vector<std::pair<int, double>>>, Planned> cache_;
+  Planned uncached_;
 
   const StepProgram& prog_;
   const Topology& topo_;
@@ -141,7 +152,8 @@ void Runner::arrive(int c) {
 
 void Runner::execute(int c, CollectiveSync& cs) {
   const SimCollective& sc = prog_.collectives[static_cast<std::size_t>(c)];
-  const CollectiveSchedule s = make_schedule(sc.call, topo_, nccl_);
+  const Planned& p = planned(sc.call);
+  const CollectiveSchedule& s = p.schedule;
   cs.algorithm = s.algorithm;
   cs.start = sg4::Engine::get_clock();
   if (sc.call.members.size() == 1) {
@@ -152,7 +164,7 @@ void Runner::execute(int c, CollectiveSync& cs) {
     if (mode_ == SimMode::flows) {
       run_flows(s);
     } else {
-      run_fast(s);
+      run_fast(p.summary);
     }
   }
   cs.end = sg4::Engine::get_clock();
@@ -177,8 +189,21 @@ void Runner::run_flows(const CollectiveSchedule& s) {
 
 // All bytes as one parallel task (L07 charges the slowest route's latency once), then the
 // schedule's remaining latency and pipeline fill (collective_schedule.hpp, FastSummary).
-void Runner::run_fast(const CollectiveSchedule& s) {
-  const FastSummary f = summarize(s, topo_);
+const Runner::Planned& Runner::planned(const CollectiveCall& call) {
+  auto build = [&](Planned& p) {
+    p.schedule = make_schedule(call, topo_, nccl_);
+    if (mode_ == SimMode::fast) p.summary = summarize(p.schedule, topo_);
+  };
+  if (call.kind == OpKind::all_to_all) {  // transfers differ from call to call
+    build(uncached_);
+    return uncached_;
+  }
+  auto [it, fresh] = cache_.try_emplace({int(call.kind), call.members, call.bytes, call.rooted});
+  if (fresh) build(it->second);
+  return it->second;
+}
+
+void Runner::run_fast(const FastSummary& f) {
   std::vector<int> hosts_used;
   std::map<int, std::size_t> index;
   for (const auto& [src, dst, bytes] : f.pair_bytes) {

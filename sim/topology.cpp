@@ -62,11 +62,11 @@ Topology::Topology(const ClusterSpec& c) {
 
 int Topology::rail_of(int rank) const { return local_of(rank) / (gpus_per_node_ / nics_); }
 
-std::vector<int> Topology::route(int src, int dst) const {
-  if (node_of(src) == node_of(dst)) return {nvl_up(src), nvl_dn(dst)};
+Route Topology::route(int src, int dst) const {
+  if (node_of(src) == node_of(dst)) return {{nvl_up(src), nvl_dn(dst), 0, 0}, 2};
   const int rs = rail_of(src), rd = rail_of(dst);
-  if (rs == rd) return {nic_up(node_of(src), rs), nic_dn(node_of(dst), rd)};
-  return {nic_up(node_of(src), rs), spine_up(rs), spine_dn(rd), nic_dn(node_of(dst), rd)};
+  if (rs == rd) return {{nic_up(node_of(src), rs), nic_dn(node_of(dst), rd), 0, 0}, 2};
+  return {{nic_up(node_of(src), rs), spine_up(rs), spine_dn(rd), nic_dn(node_of(dst), rd)}, 4};
 }
 
 double Topology::route_latency_s(int src, int dst) const {

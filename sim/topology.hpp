@@ -3,6 +3,7 @@
 // SimGrid-free, so the collective schedules and the analytic estimates share it with the
 // platform builder (platform.cpp), which turns the same links into SimGrid links.
 #pragma once
+#include <array>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,16 @@ struct LinkSpec {
   LinkClass cls = LinkClass::nvlink;
   double bw_Bps = 0;     // effective: line rate x NCCL efficiency
   double latency_s = 0;  // charged once per route that uses the link
+};
+
+// The links of one route, in order: at most 4 (NIC up, rail up, rail down, NIC down).
+struct Route {
+  std::array<int, 4> links{};
+  int size = 0;
+  const int* begin() const { return links.data(); }
+  const int* end() const { return links.data() + size; }
+  int front() const { return links[0]; }
+  int back() const { return links[static_cast<std::size_t>(size - 1)]; }
 };
 
 // Global rank r = node * gpus_per_node + local GPU (the HSDP mesh's order).
@@ -35,7 +46,7 @@ class Topology {
 
   const std::vector<LinkSpec>& links() const { return links_; }
   // Link indices of the route src -> dst, in order (src != dst).
-  std::vector<int> route(int src, int dst) const;
+  Route route(int src, int dst) const;
   double route_latency_s(int src, int dst) const;
   // Bandwidth of the slowest link of the route (without contention).
   double route_bw_Bps(int src, int dst) const;

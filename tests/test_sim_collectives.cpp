@@ -1,6 +1,8 @@
 // Collective times against their closed forms (research/sim-anchors.md 3.2): with efficiency 1
 // and no other traffic the simulator must reproduce the alpha-beta formulas of NCCL's
 // algorithms to within 1%, in both modes.
+#include <cmath>
+
 #include "catch_compat.hpp"
 #include "sim/collective_schedule.hpp"
 #include "sim_test_support.hpp"
@@ -98,6 +100,18 @@ TEST_CASE("tree all-reduce wins for small messages across many nodes, ring for l
   CHECK(pick(1e9) == "ring");
 }
 
-TEST_CASE("a one-member collective costs nothing", "[sim][collectives]") {
+TEST_CASE("the size calibration scales the bandwidth term by 1/efficiency", "[sim][collectives]") {
+  const int p = 8;
+  const double S = 64e6;
+  ClusterSpec cl = cluster(1, p);
+  cl.nccl.size_efficiency = {{1e6, 0.25}, {1e9, 1.0}};
+  const double e = cl.nccl.efficiency_at(S);
+  CHECK(e == Approx(0.25 + 0.75 * std::log2(64.0) / std::log2(1000.0)));
+  CHECK(cl.nccl.efficiency_at(1e3) == 0.25);  // clamped outside the points
+  check_both_modes(call(OpKind::all_reduce, ranks(p), S), cl,
+                   kBase + 2 * (p - 1) * kNvlAlpha + 2.0 * (p - 1) / p * S / (e * kNvlB));
+}
+
+TEST_CASE("a one-member collective has no network schedule", "[sim][collectives]") {
   CHECK(collective_seconds(call(OpKind::all_reduce, {0}, 1e9), cluster(1, 2), SimMode::fast) == 0);
 }

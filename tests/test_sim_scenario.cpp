@@ -46,6 +46,8 @@ TEST_CASE("bad cluster and training values name the file, line and key", "[sim][
        {"cluster.network.spine_oversubscription", ">= 1"}},
       {"cluster:\n  nodes: 2\n  network: {nic_bw_GBps: 50}\n", {"bad.yaml:5:", "cluster.network", "missing required key 'nic_bw_Gbps'"}},
       {"cluster:\n  nccl: {channels: 0}\n", {"cluster.nccl.channels", "must be > 0"}},
+      {"cluster:\n  nccl: {size_efficiency: [[1e6, 0.5], [1e5, 0.9]]}\n", {"cluster.nccl.size_efficiency", "strictly increasing"}},
+      {"cluster:\n  nccl: {size_efficiency: [[1e6, 1.5]]}\n", {"cluster.nccl.size_efficiency", "(0, 1]"}},
       {"cluster:\n  nccl: {all_reduce: butterfly}\n", {"bad.yaml:4:", "cluster.nccl.all_reduce", "butterfly"}},
       {"cluster:\n  gpus_per_node: 8\n", {"cluster.nvlink: missing"}},
       {"cluster:\n  nodes: 4\n", {"cluster.network: missing"}},
