@@ -64,9 +64,8 @@ class Runner {
     CollectiveSchedule schedule;
     FastSummary summary;
   };
-  const Planned& planned(const CollectiveCall& call);
+  Planned plan(const CollectiveCall& call) const;
   std::map<std::tuple<int, std::vector<int>, double, std::vector<std::pair<int, double>>>, Planned> cache_;
-  Planned uncached_;
 
   const StepProgram& prog_;
   const Topology& topo_;
@@ -152,7 +151,19 @@ void Runner::arrive(int c) {
 
 void Runner::execute(int c, CollectiveSync& cs) {
   const SimCollective& sc = prog_.collectives[static_cast<std::size_t>(c)];
-  const Planned& p = planned(sc.call);
+  // All-to-alls differ call to call (their transfers), so they are planned each time, into a
+  // local: this actor yields while the collective runs and others plan theirs meanwhile.
+  Planned local;
+  const Planned* found = nullptr;
+  if (sc.call.kind == OpKind::all_to_all) {
+    local = plan(sc.call);
+    found = &local;
+  } else {
+    auto [it, fresh] = cache_.try_emplace({int(sc.call.kind), sc.call.members, sc.call.bytes, sc.call.rooted});
+    if (fresh) it->second = plan(sc.call);
+    found = &it->second;  // map nodes stay put and are never rewritten
+  }
+  const Planned& p = *found;
   const CollectiveSchedule& s = p.schedule;
   cs.algorithm = s.algorithm;
   cs.start = sg4::Engine::get_clock();
@@ -189,18 +200,11 @@ void Runner::run_flows(const CollectiveSchedule& s) {
 
 // All bytes as one parallel task (L07 charges the slowest route's latency once), then the
 // schedule's remaining latency and pipeline fill (collective_schedule.hpp, FastSummary).
-const Runner::Planned& Runner::planned(const CollectiveCall& call) {
-  auto build = [&](Planned& p) {
-    p.schedule = make_schedule(call, topo_, nccl_);
-    if (mode_ == SimMode::fast) p.summary = summarize(p.schedule, topo_);
-  };
-  if (call.kind == OpKind::all_to_all) {  // transfers differ from call to call
-    build(uncached_);
-    return uncached_;
-  }
-  auto [it, fresh] = cache_.try_emplace({int(call.kind), call.members, call.bytes, call.rooted});
-  if (fresh) build(it->second);
-  return it->second;
+Runner::Planned Runner::plan(const CollectiveCall& call) const {
+  Planned p;
+  p.schedule = make_schedule(call, topo_, nccl_);
+  if (mode_ == SimMode::fast) p.summary = summarize(p.schedule, topo_);
+  return p;
 }
 
 void Runner::run_fast(const FastSummary& f) {
