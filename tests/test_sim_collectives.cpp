@@ -45,6 +45,12 @@ TEST_CASE("ring all-reduce = base + 2(p-1) alpha + 2(p-1)/p S/B", "[sim][collect
     cl.nccl.all_reduce = AllReduceAlgorithm::ring;
     check_both_modes(call(OpKind::all_reduce, ranks(p), S), cl, kBase + 2 * (p - 1) * kNicAlpha + 2.0 * (p - 1) / p * S / kNicB);
   }
+  SECTION("256 nodes, one GPU each: `fast` sends pairs instead of one dense parallel task") {
+    const int p = 256;
+    ClusterSpec cl = cluster(p, 1);
+    cl.nccl.all_reduce = AllReduceAlgorithm::ring;
+    check_both_modes(call(OpKind::all_reduce, ranks(p), S), cl, kBase + 2 * (p - 1) * kNicAlpha + 2.0 * (p - 1) / p * S / kNicB);
+  }
 }
 
 TEST_CASE("ring all-gather and reduce-scatter = base + (p-1) alpha + (p-1)/p S/B", "[sim][collectives]") {
