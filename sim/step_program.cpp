@@ -105,6 +105,44 @@ int unit_of(const Op& op, const Routing& routing, const Units& units, int* lates
 
 using Entries = std::vector<std::pair<int, std::vector<int>>>;  // (collective, plan ops it stands for)
 
+// Merging one layer's launches can tie two launches in a cycle when the Plan orders different
+// owners' collectives on one parameter (its dependencies are per parameter: an MoE expert stack
+// holds many owners' matrices). The program is then built again without merging.
+struct MergeCycle : Error {
+  using Error::Error;
+};
+
+// Elements an op's collective touches, as (param, begin, end) intervals.
+std::vector<std::tuple<std::size_t, std::int64_t, std::int64_t>> intervals(const Op& op) {
+  std::vector<std::tuple<std::size_t, std::int64_t, std::int64_t>> out;
+  auto add = [&](const Region& r) { out.emplace_back(r.param, r.offset, r.offset + r.count); };
+  for (const Region& r : op.regions) add(r);
+  for (const Region& r : op.parts) add(r);
+  for (const Transfer& t : op.transfers) add(t.from), add(t.to);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Whether two collectives touch a common element. The Plan orders ops per (parameter, buffer),
+// so two owners' broadcasts of different experts of one MoE stack are ordered although they
+// share no data; only an overlap is a real hazard.
+bool overlap(const Op& a, const Op& b) {
+  const auto x = intervals(a), y = intervals(b);
+  std::size_t i = 0, j = 0;
+  while (i < x.size() && j < y.size()) {
+    const auto& [pa, ba, ea] = x[i];
+    const auto& [pb, bb, eb] = y[j];
+    if (pa == pb && ba < eb && bb < ea) return true;
+    if (std::tie(pa, ea) < std::tie(pb, eb)) ++i; else ++j;
+  }
+  return false;
+}
+
+// A dependency of collective `a` on `b` that the step must respect.
+bool real_dependency(const Op& a, const Op& b) {
+  return !(is_collective(a.kind) && is_collective(b.kind)) || overlap(a, b);
+}
+
 // Orders one unit's merged collectives so that each comes after those its plan ops depend on
 // (merging can pull a dependent ahead: HSDP's second broadcast stage of one owner merges with
 // an earlier owner's), keeping the first-appearance order otherwise.
@@ -118,7 +156,8 @@ void order_by_dependencies(Entries& list, const std::vector<Op>& plan_ops, int r
     for (int m : list[e].second) {
       for (int d : plan_ops[static_cast<std::size_t>(m)].deps) {
         auto it = entry_of.find(d);
-        if (it != entry_of.end() && it->second != e) before[e].insert(it->second);
+        if (it == entry_of.end() || it->second == e) continue;
+        if (real_dependency(plan_ops[static_cast<std::size_t>(m)], plan_ops[static_cast<std::size_t>(d)])) before[e].insert(it->second);
       }
     }
   }
@@ -132,7 +171,7 @@ void order_by_dependencies(Entries& list, const std::vector<Op>& plan_ops, int r
       for (std::size_t b : before[e]) ready = ready && placed[b];
       if (ready) pick = e;
     }
-    if (pick == list.size()) throw Error("sim: rank " + std::to_string(rank) + ": merged collectives depend on each other in a cycle");
+    if (pick == list.size()) throw MergeCycle("sim: rank " + std::to_string(rank) + ": merged collectives depend on each other in a cycle");
     placed[pick] = 1;
     out.push_back(std::move(list[pick]));
   }
@@ -148,8 +187,9 @@ int stream_of(OpKind kind, Phase phase, bool one_comm_stream) {
 class RankBuilder {
  public:
   RankBuilder(StepProgram& prog, const Plan& plan, const Routing& routing, const Units& units,
-              const std::vector<double>& unit_fwd_s, const TrainingSpec& t, bool as_is)
-      : prog_(prog), plan_(plan), routing_(routing), units_(units), unit_fwd_s_(unit_fwd_s), t_(t), as_is_(as_is) {}
+              const std::vector<double>& unit_fwd_s, const TrainingSpec& t, bool as_is, bool merge)
+      : prog_(prog), plan_(plan), routing_(routing), units_(units), unit_fwd_s_(unit_fwd_s), t_(t), as_is_(as_is),
+        merge_(merge && !as_is) {}
 
   std::vector<SimOp> build(int rank, const std::vector<double>& compute_seconds);
 
@@ -167,6 +207,7 @@ class RankBuilder {
   const std::vector<double>& unit_fwd_s_;
   const TrainingSpec& t_;
   bool as_is_;
+  bool merge_;
   std::vector<SimOp> ops_;
 
  public:
@@ -182,7 +223,7 @@ int RankBuilder::merged_index(int rank, const Op& op, int unit) {
   if (id >= by_id.size()) by_id.resize(std::max(id + 1, 2 * by_id.size()), -1);
   if (by_id[id] >= 0) return by_id[id];
   int index = -1;
-  const bool mergeable = op.phase != Phase::optimizer && unit >= 0 && !as_is_;
+  const bool mergeable = op.phase != Phase::optimizer && unit >= 0 && merge_;
   const auto key = std::make_tuple(int(op.kind), op.group, int(op.phase), int(op.buffer), unit);
   if (mergeable) {
     auto it = by_key.find(key);
@@ -256,6 +297,7 @@ std::vector<SimOp> RankBuilder::build(int rank, const std::vector<double>& compu
       for (int d : plan_ops[static_cast<std::size_t>(m)].deps) {
         const int sd = sim_of[static_cast<std::size_t>(d)];
         if (sd == self) continue;
+        if (!real_dependency(plan_ops[static_cast<std::size_t>(m)], plan_ops[static_cast<std::size_t>(d)])) continue;
         if (sd < 0 || sd > self) {
           const Op& a = plan_ops[static_cast<std::size_t>(m)];
           const Op& b = plan_ops[static_cast<std::size_t>(d)];
@@ -414,14 +456,28 @@ StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const R
     prog.fwd_bwd_compute_s = 0;
     prog.compute_source = "none (the Plan as the executor benchmark runs it)";
   }
-  RankBuilder builder(prog, plan, routing, units, unit_fwd_s, training, options.plan_as_is);
+  std::vector<std::vector<double>> seconds(plan.ranks.size());
   for (std::size_t r = 0; r < plan.ranks.size(); ++r) {
-    std::vector<double> seconds(plan.ranks[r].size(), 0);
+    seconds[r].assign(plan.ranks[r].size(), 0);
     for (std::size_t i = 0; i < plan.ranks[r].size(); ++i) {
       const Op& op = plan.ranks[r][i];
-      if (!is_collective(op.kind)) seconds[i] = compute_op_seconds(op, routing, optimizer, cost);
+      if (!is_collective(op.kind)) seconds[r][i] = compute_op_seconds(op, routing, optimizer, cost);
     }
-    prog.ranks.push_back(merge_compute_runs(builder.build(static_cast<int>(r), seconds)));
+  }
+  for (bool merge : {true, false}) {
+    prog.ranks.clear();
+    prog.collectives.clear();
+    RankBuilder builder(prog, plan, routing, units, unit_fwd_s, training, options.plan_as_is, merge);
+    try {
+      for (std::size_t r = 0; r < plan.ranks.size(); ++r) {
+        prog.ranks.push_back(merge_compute_runs(builder.build(static_cast<int>(r), seconds[r])));
+      }
+    } catch (const MergeCycle&) {
+      if (!merge) throw;
+      prog.launches_note = "one launch per Plan collective (merging a layer's launches would form a cycle)";
+      continue;
+    }
+    break;
   }
   for (auto& c : prog.collectives) {
     if (c.call.members.size() != 1) continue;

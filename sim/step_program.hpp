@@ -61,6 +61,7 @@ struct StepProgram {
   double fwd_bwd_compute_s = 0;  // per GPU (every GPU runs the same layers)
   std::string compute_source;    // how fwd/bwd was priced
   std::string optimizer_source;  // "calibration" or "roofline"
+  std::string launches_note;     // set when a layer's launches could not be merged
 };
 
 // Forward FLOPs of one sample's pass through the model (for reports), as priced here.

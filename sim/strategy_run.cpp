@@ -40,7 +40,8 @@ json run_here(const Scenario& scenario, Strategy strategy, const CostModel& cost
                                                      scenario.training, options.program));
   json j = {{"plan_wall_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()},
             {"memory", {memory.master_bytes, memory.grad_bytes, memory.state_bytes, memory.transient_bytes, memory.activation_bytes}},
-            {"compute_source", program->compute_source}, {"optimizer_source", program->optimizer_source},
+            {"compute_source", program->compute_source},
+            {"optimizer_source", program->optimizer_source + (program->launches_note.empty() ? "" : "; " + program->launches_note)},
             {"fwd_bwd_compute_s", program->fwd_bwd_compute_s}};
   if (step->assignment) j["assignment_imbalance"] = step->assignment->imbalance();
   j["outcome"] = outcome_to_json(simulate_in_process(*program, scenario.cluster, options.sim));
