@@ -1,0 +1,106 @@
+// dmuon-sim's command line: the table, the JSON and CSV files, a sweep, --validate on a report
+// in dmuon-bench step's format, and one-line errors with exit code 2.
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+
+#include "catch_compat.hpp"
+
+namespace {
+
+struct Outcome {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+Outcome run(const std::string& args) {
+  const std::string command = std::string(DMUON_SIM_EXE) + " " + args + " 2>&1";
+  Outcome o;
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> buffer{};
+  while (fgets(buffer.data(), buffer.size(), pipe)) o.output += buffer.data();
+  const int status = pclose(pipe);
+  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return o;
+}
+
+const std::string kDir = std::string(DMUON_SOURCE_DIR) + "/scenarios/";
+const std::string kTmp = std::string(CMAKE_BINARY_DIR_FOR_TESTS) + "/sim-cli-";
+
+}  // namespace
+
+TEST_CASE("dmuon-sim prints every strategy and writes JSON and CSV", "[sim][cli]") {
+  const auto o = run("--scenario " + kDir + "qwen2.5-3b-2xh200.yaml --strategy adamw --strategy dedicated --json " + kTmp +
+                     "a.json --csv " + kTmp + "a.csv");
+  REQUIRE(o.exit_code == 0);
+  CHECK(o.output.find("adamw") != std::string::npos);
+  CHECK(o.output.find("dedicated") != std::string::npos);
+  CHECK(o.output.find("optimizer compute: roofline") != std::string::npos);
+  std::ifstream j(kTmp + "a.json");
+  const auto doc = nlohmann::json::parse(j);
+  const auto& strategies = doc.at("runs").at(0).at("strategies");
+  REQUIRE(strategies.size() == 2);
+  for (const auto& s : strategies) {
+    CHECK(s.at("step_seconds").get<double>() > 0);
+    CHECK(s.at("step_seconds").get<double>() >= s.at("fwd_bwd_seconds").get<double>());
+    CHECK(s.at("memory_GiB_per_gpu").at("total").get<double>() > 0);
+  }
+  std::ifstream csv(kTmp + "a.csv");
+  std::string header;
+  std::getline(csv, header);
+  CHECK(header.find("algbw_GBps,busbw_GBps") != std::string::npos);
+  int rows = 0;
+  for (std::string line; std::getline(csv, line);) ++rows;
+  CHECK(rows > 10);
+}
+
+TEST_CASE("a sweep prints a scaling table", "[sim][cli]") {
+  const auto o = run("--scenario " + kDir + "qwen2.5-3b-2xh200.yaml --strategy adamw --strategy dedicated --sweep training.mfu=0.3,0.6");
+  REQUIRE(o.exit_code == 0);
+  CHECK(o.output.find("scaling over training.mfu") != std::string::npos);
+  CHECK(o.output.find("training.mfu=0.6") != std::string::npos);
+}
+
+TEST_CASE("--validate compares with a dmuon-bench step report", "[sim][cli]") {
+  const std::string measured = kTmp + "step-test.json";
+  std::ofstream(measured) << R"({"machine": "test", "scenario": ")" << kDir
+                          << R"(qwen2-0.5b-1xh100.yaml", "strategies": [
+      {"strategy": "adamw", "optimizer_step_seconds_median": 0.005, "fwd_bwd_comm_seconds_median": 0.004},
+      {"strategy": "dedicated", "optimizer_step_seconds_median": 0.02}]})";
+  const auto o = run("--validate " + measured + " --json " + kTmp + "v.json");
+  REQUIRE(o.exit_code == 0);
+  CHECK(o.output.find("max_abs_rel_error") != std::string::npos);
+  std::ifstream j(kTmp + "v.json");
+  const auto doc = nlohmann::json::parse(j);
+  CHECK(doc.at("rows").size() == 3);
+  CHECK(doc.at("max_abs_rel_error").get<double>() >= 0);
+}
+
+TEST_CASE("bad arguments and input exit 2 with one clear line", "[sim][cli]") {
+  auto o = run("--scenario " + kDir + "16node.yaml --mode packets");
+  CHECK(o.exit_code == 2);
+  CHECK(o.output.find("--mode: 'packets'") != std::string::npos);
+  o = run("--scenario /nonexistent.yaml");
+  CHECK(o.exit_code == 2);
+  CHECK(o.output.find("/nonexistent.yaml: cannot open file") != std::string::npos);
+  o = run("--scenario " + kDir + "16node.yaml --sweep nodes");
+  CHECK(o.exit_code == 2);
+  CHECK(o.output.find("--sweep: expected key=v1,v2") != std::string::npos);
+  o = run("--scenario " + kDir + "16node.yaml --sweep cluster.nodes=0");
+  CHECK(o.exit_code == 2);
+  CHECK(o.output.find("cluster.nodes") != std::string::npos);
+  o = run("--scenario " + kDir + "16node.yaml --strategy sgd");
+  CHECK(o.exit_code == 2);
+  CHECK(o.output.find("--strategy") != std::string::npos);
+  o = run("--validate /nonexistent.json");
+  CHECK(o.exit_code == 2);
+  CHECK(o.output.find("--validate: cannot open '/nonexistent.json'") != std::string::npos);
+  o = run("");
+  CHECK(o.exit_code == 2);
+  CHECK(o.output.find("--scenario: required") != std::string::npos);
+}
