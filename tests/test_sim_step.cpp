@@ -116,3 +116,18 @@ TEST_CASE("the Chrome trace has one process per node and one thread per GPU stre
   CHECK(pids == std::set<int>{0, 1});
   CHECK(threads.size() >= 4 * 2);  // 4 GPUs, at least their compute and one comm stream
 }
+
+TEST_CASE("memory per GPU follows the mixed-precision byte counts", "[sim][step][memory]") {
+  const Scenario s = parse_scenario(scenario_text(1, 8, 80), "step.yaml");
+  const double n = double(s.model.total_params());
+  const auto adamw = run(s, Strategy::adamw);
+  CHECK(adamw.memory.master_bytes == Approx(4 * n / 8));  // fp32 master shard
+  CHECK(adamw.memory.grad_bytes == Approx(4 * n / 8));    // fp32 gradient shard
+  CHECK(adamw.memory.state_bytes == Approx(8 * n / 8));   // AdamW m and v
+  // Korthikanti et al.: 34 bytes per token per hidden unit per block, 16 blocks of 512.
+  CHECK(adamw.memory.activation_bytes == Approx(34.0 * 512 * 1024 * 16));
+  const auto ddp = run(s, Strategy::ddp_redundant);
+  CHECK(ddp.memory.master_bytes == Approx(4 * n));  // every GPU keeps everything
+  const auto ded = run(s, Strategy::dedicated);
+  CHECK(ded.memory.master_bytes < ddp.memory.master_bytes / 4);  // owners hold ~1/8 of the matrices
+}
