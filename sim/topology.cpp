@@ -8,6 +8,9 @@
 namespace dmuon::sim {
 namespace {
 
+// 4096^2 routes take ~7 GB in SimGrid's flat zone (1024 GPUs: 172 MB, sim-anchors.md 1.2).
+constexpr int kMaxGpus = 4096;
+
 int checked(std::int64_t v, const std::string& key) {
   if (v < 1 || v > (1 << 20)) throw Error(key + ": must be in [1, 1048576], got " + std::to_string(v));
   return static_cast<int>(v);
@@ -33,6 +36,10 @@ Topology::Topology(const ClusterSpec& c) {
     }
   }
   const int world = nodes_ * gpus_per_node_;
+  if (world > kMaxGpus) {
+    throw Error("cluster: " + std::to_string(world) + " GPUs (cluster.nodes x cluster.gpus_per_node) exceed the simulator's " +
+                std::to_string(kMaxGpus) + ": the platform holds one route per GPU pair");
+  }
   const NvlinkSpec nvl = c.nvlink.value_or(NvlinkSpec{1, 0, 1});  // unused with one GPU per node
   for (int r = 0; r < world; ++r) {
     const std::string n = "n" + std::to_string(node_of(r)) + "g" + std::to_string(local_of(r));

@@ -52,6 +52,8 @@ TEST_CASE("bad cluster and training values name the file, line and key", "[sim][
       {"cluster:\n  gpus_per_node: 8\n", {"cluster.nvlink: missing"}},
       {"cluster:\n  nodes: 4\n", {"cluster.network: missing"}},
       {"cluster:\n  nodes: 0\n", {"bad.yaml:4:", "cluster.nodes", "must be > 0"}},
+      {"cluster:\n  nodes: 1024\n  gpus_per_node: 8\n  nvlink: {bw_GBps: 450}\n  network: {nic_bw_Gbps: 400, nics_per_node: 8}\n",
+       {"8192 GPUs", "exceed the simulator's 4096"}},
       {"training: {mfu: 0}\n", {"bad.yaml:3:", "training.mfu"}},
       {"training: {mfu: 1.2}\n", {"training.mfu", "(0, 1]"}},
       {"training: {seq_len: -4096}\n", {"training.seq_len", "must be > 0"}},
