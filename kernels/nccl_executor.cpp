@@ -6,6 +6,8 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/plan_fingerprint.hpp"
+#include "kernels/comm_bootstrap.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/executor_collectives.hpp"
 #include "kernels/executor_deps.hpp"
@@ -34,6 +36,25 @@ double elapsed_seconds(cudaEvent_t from, cudaEvent_t to) {
   float ms = 0;
   DMUON_CUDA_CHECK(cudaEventElapsedTime(&ms, from, to));
   return ms * 1e-3;
+}
+
+// Every rank must run the same Plan: a rank started with another scenario, strategy or world
+// would otherwise issue collectives its peers never match and hang in NCCL. One all-gather of
+// the fingerprint (two 32-bit halves, exact in doubles) before the first group communicator.
+void require_same_plan(comm::RankComms& comms, const Plan& plan, double timeout_seconds,
+                       const std::atomic<bool>* peer_failed) {
+  const std::uint64_t mine = plan_fingerprint(plan);
+  const std::vector<double> halves = {static_cast<double>(mine >> 32), static_cast<double>(mine & 0xffffffffu)};
+  const std::vector<double> all = comm::all_gather_values(comms, halves, timeout_seconds, peer_failed);
+  for (int r = 0; r < comms.world(); ++r) {
+    const auto theirs = (static_cast<std::uint64_t>(all[2 * at(r)]) << 32) | static_cast<std::uint64_t>(all[2 * at(r) + 1]);
+    if (theirs == mine) continue;
+    std::ostringstream s;
+    s << "rank " << comms.rank() << ": its Plan (" << to_string(plan.strategy) << ", fingerprint " << std::hex << mine
+      << ") differs from rank " << std::dec << r << "'s (fingerprint " << std::hex << theirs
+      << "): every rank must build the same Plan (same scenario, strategy and world)";
+    throw Error(s.str());
+  }
 }
 
 }  // namespace
@@ -68,6 +89,7 @@ RankExecutor::RankExecutor(comm::RankComms& comms, const Plan& plan, const Model
   }
   if (!(options.timeout_seconds > 0)) throw Error("executor: timeout_seconds must be > 0");
   DMUON_CUDA_CHECK(cudaSetDevice(comms.device()));
+  require_same_plan(comms, plan, options.timeout_seconds, peer_failed);
   const auto& ops = plan.ranks[at(comms.rank())];
   waits_ = cross_stream_waits(ops, routing);
   buffers_ = std::make_unique<DeviceBuffers>(plan_footprint(plan, comms.rank(), model, routing),

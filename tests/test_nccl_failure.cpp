@@ -1,7 +1,8 @@
-// A rank killed in the middle of a step: the surviving rank must notice (NCCL error or the
-// executor's timeout), abort its communicators and exit non-zero with a message naming its rank
-// and the op it was in, instead of hanging. Two `dmuon-bench step` processes bootstrapped
-// through DMUON_RANK/DMUON_NCCL_ID_FILE; needs 2 GPUs, skips otherwise.
+// Distributed faults on 2 GPUs: a rank killed mid-step, a rank stalled past the timeout, and
+// ranks started with different Plans. Every surviving rank must notice (NCCL error, the
+// executor's timeout, or the Plan fingerprint check), abort its communicators and exit non-zero
+// with a message naming its rank and the cause, instead of hanging. Two `dmuon-bench step`
+// processes bootstrapped through DMUON_RANK/DMUON_NCCL_ID_FILE; skips without 2 GPUs.
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -23,7 +24,7 @@ struct Child {
   std::string log;  // stderr+stdout file
 };
 
-Child spawn_rank(int rank, const std::string& id_file, const std::string& log) {
+Child spawn_rank(int rank, const std::string& id_file, const std::string& log, const char* strategy = "dedicated") {
   Child c;
   c.log = log;
   c.pid = fork();
@@ -36,7 +37,7 @@ Child spawn_rank(int rank, const std::string& id_file, const std::string& log) {
     setenv("DMUON_NCCL_ID_FILE", id_file.c_str(), 1);
     const std::string scenario = std::string(DMUON_SOURCE_DIR) + "/scenarios/verify-small.yaml";
     execl(DMUON_BENCH_EXE, DMUON_BENCH_EXE, "step", "--scenario", scenario.c_str(), "--launcher", "env", "--strategy",
-          "dedicated", "--warmup", "0", "--iterations", "100000", "--timeout", "20", "--out-dir", "/tmp", "--machine",
+          strategy, "--warmup", "0", "--iterations", "100000", "--timeout", "20", "--out-dir", "/tmp", "--machine",
           "kill-test", static_cast<char*>(nullptr));
     _exit(127);
   }
@@ -65,37 +66,87 @@ int wait_for(pid_t pid, double seconds) {
   return -1;
 }
 
-}  // namespace
-
-TEST_CASE("a rank killed mid-step makes the other exit non-zero naming rank and op", "[gpu][nccl]") {
+bool have_two_gpus(const char* what) {
   const auto devices = dmuon::cuda::visible_devices();
-  if (devices.size() < 2) {
-    std::cout << "SKIP NCCL failure test: needs 2 GPUs, " << devices.size() << " visible"
-              << (devices.empty() ? " (" + dmuon::cuda::no_device_reason() + ")" : "") << "\n";
-    return;
-  }
-  const std::string dir = "/tmp/dmuon-kill-test-" + std::to_string(getpid());
+  if (devices.size() >= 2) return true;
+  std::cout << "SKIP " << what << ": needs 2 GPUs, " << devices.size() << " visible"
+            << (devices.empty() ? " (" + dmuon::cuda::no_device_reason() + ")" : "") << "\n";
+  return false;
+}
+
+std::string fresh_dir(const char* name) {
+  const std::string dir = std::string("/tmp/dmuon-") + name + "-" + std::to_string(getpid());
   REQUIRE(std::system(("mkdir -p " + dir).c_str()) == 0);
-  Child r0 = spawn_rank(0, dir + "/nccl-id", dir + "/rank0.log");
-  Child r1 = spawn_rank(1, dir + "/nccl-id", dir + "/rank1.log");
-  // Let both set up and enter the measured loop, then kill rank 1 without warning.
+  return dir;
+}
+
+// Waits for rank 0 to enter the measured loop, then a little more (past setup and warm-up).
+void wait_until_measuring(const Child& r0) {
   bool running = false;
   for (int i = 0; i < 600 && !running; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     running = read_file(r0.log).find("planning and measuring") != std::string::npos;
   }
   REQUIRE(running);
-  std::this_thread::sleep_for(std::chrono::seconds(4));  // past setup and warm-up, inside the steps
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+}
+
+// The child's exit: it must have ended by itself, non-zero, with a line naming its rank.
+void require_failed_exit(const Child& c, int status, int rank) {
+  const std::string log = read_file(c.log);
+  INFO("rank " << rank << " log:\n" << log);
+  REQUIRE(status != -1);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) != 0);
+  CHECK(log.find("rank " + std::to_string(rank)) != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("a rank stalled past the timeout: both ranks exit non-zero, no hang", "[gpu][nccl]") {
+  if (!have_two_gpus("NCCL stall test")) return;
+  const std::string dir = fresh_dir("stall-test");
+  Child r0 = spawn_rank(0, dir + "/nccl-id", dir + "/rank0.log");
+  Child r1 = spawn_rank(1, dir + "/nccl-id", dir + "/rank1.log");
+  wait_until_measuring(r0);
+  REQUIRE(kill(r1.pid, SIGSTOP) == 0);  // alive but silent: no error anywhere, only time
+  const int status0 = wait_for(r0.pid, 60);
+  if (status0 == -1) kill(r0.pid, SIGKILL);
+  REQUIRE(kill(r1.pid, SIGCONT) == 0);  // it wakes up to an aborted peer
+  const int status1 = wait_for(r1.pid, 60);
+  if (status1 == -1) kill(r1.pid, SIGKILL);
+  require_failed_exit(r0, status0, 0);
+  CHECK(read_file(r0.log).find("did not complete") != std::string::npos);
+  require_failed_exit(r1, status1, 1);
+}
+
+TEST_CASE("ranks with different Plans fail at once naming the mismatch", "[gpu][nccl]") {
+  if (!have_two_gpus("NCCL plan-mismatch test")) return;
+  const std::string dir = fresh_dir("mismatch-test");
+  Child r0 = spawn_rank(0, dir + "/nccl-id", dir + "/rank0.log", "dedicated");
+  Child r1 = spawn_rank(1, dir + "/nccl-id", dir + "/rank1.log", "ddp-redundant");
+  const int status0 = wait_for(r0.pid, 120);
+  const int status1 = wait_for(r1.pid, 120);
+  if (status0 == -1) kill(r0.pid, SIGKILL);
+  if (status1 == -1) kill(r1.pid, SIGKILL);
+  require_failed_exit(r0, status0, 0);
+  require_failed_exit(r1, status1, 1);
+  CHECK(read_file(r0.log).find("differs from rank 1") != std::string::npos);
+  CHECK(read_file(r1.log).find("differs from rank 0") != std::string::npos);
+}
+
+TEST_CASE("a rank killed mid-step makes the other exit non-zero naming rank and op", "[gpu][nccl]") {
+  if (!have_two_gpus("NCCL failure test")) return;
+  const std::string dir = fresh_dir("kill-test");
+  Child r0 = spawn_rank(0, dir + "/nccl-id", dir + "/rank0.log");
+  Child r1 = spawn_rank(1, dir + "/nccl-id", dir + "/rank1.log");
+  wait_until_measuring(r0);
   REQUIRE(kill(r1.pid, SIGKILL) == 0);
   (void)wait_for(r1.pid, 10);
   const int status = wait_for(r0.pid, 60);  // the executor's timeout is 20 s: no hang
   if (status == -1) kill(r0.pid, SIGKILL);
+  require_failed_exit(r0, status, 0);
   const std::string log = read_file(r0.log);
-  INFO("rank 0 log:\n" << log);
-  REQUIRE(status != -1);
-  CHECK(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) != 0);
-  CHECK(log.find("rank 0") != std::string::npos);
   // The op it was in: a Plan op ("rank 0 op 17 (reduce ...) did not complete") or the bench's
   // barrier between phases ("barrier (all-gather of host values) did not complete").
   CHECK(log.find("did not complete") != std::string::npos);

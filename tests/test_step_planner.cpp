@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "core/model_yaml.hpp"
 #include "core/ns_flops.hpp"
+#include "core/plan_fingerprint.hpp"
 #include "core/plan_cost.hpp"
 #include "core/step_planner.hpp"
 
@@ -149,4 +150,23 @@ TEST_CASE("packing is dropped when it would leave ranks idle", "[planner]") {
   const Assignment with_packs = assign_owners(f.routing.muon_matrices, ns_batch_cost(f.cost, f.optimizer.muon.ns), packed);
   CHECK(with_packs.units == 24);
   CHECK(sp.assignment->makespan_seconds < with_packs.makespan_seconds);
+}
+
+TEST_CASE("plan fingerprints tell apart what ranks must agree on, and only that", "[planner][fingerprint]") {
+  Fixture f;
+  const Mesh mesh = make_mesh(1, 4, "test");
+  const Plan a = plan_step(f.model, f.routing, f.optimizer, Strategy::dedicated, mesh, f.cost).plan;
+  const Plan b = plan_step(f.model, f.routing, f.optimizer, Strategy::dedicated, mesh, f.cost).plan;
+  CHECK(plan_fingerprint(a) == plan_fingerprint(b));
+  Plan relabelled = a;
+  relabelled.ranks[1][0].label = "renamed";
+  relabelled.ranks[1][0].payload_bytes = 1;
+  CHECK(plan_fingerprint(relabelled) == plan_fingerprint(a));
+  Plan resized = a;
+  resized.ranks[3].back().regions.front().count -= 1;
+  CHECK(plan_fingerprint(resized) != plan_fingerprint(a));
+  const Plan other = plan_step(f.model, f.routing, f.optimizer, Strategy::zero1_a2a, mesh, f.cost).plan;
+  CHECK(plan_fingerprint(other) != plan_fingerprint(a));
+  const Plan wider = plan_step(f.model, f.routing, f.optimizer, Strategy::dedicated, make_mesh(1, 2, "test"), f.cost).plan;
+  CHECK(plan_fingerprint(wider) != plan_fingerprint(a));
 }
