@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <queue>
 #include <set>
 #include <tuple>
 
@@ -143,39 +144,49 @@ bool real_dependency(const Op& a, const Op& b) {
   return !(is_collective(a.kind) && is_collective(b.kind)) || overlap(a, b);
 }
 
-// Orders one unit's merged collectives so that each comes after those its plan ops depend on
-// (merging can pull a dependent ahead: HSDP's second broadcast stage of one owner merges with
-// an earlier owner's), keeping the first-appearance order otherwise.
-void order_by_dependencies(Entries& list, const std::vector<Op>& plan_ops, int rank) {
-  std::map<int, std::size_t> entry_of;
-  for (std::size_t e = 0; e < list.size(); ++e) {
-    for (int m : list[e].second) entry_of[m] = e;
+// Dependencies between one unit's merged collectives on one rank, added to `edges` as
+// (earlier collective, later collective).
+void collect_edges(const Entries& list, const std::vector<Op>& plan_ops, std::set<std::pair<int, int>>& edges) {
+  std::map<int, int> collective_of;  // plan op -> collective
+  for (const auto& [c, members] : list) {
+    for (int m : members) collective_of[m] = c;
   }
-  std::vector<std::set<std::size_t>> before(list.size());
-  for (std::size_t e = 0; e < list.size(); ++e) {
-    for (int m : list[e].second) {
+  for (const auto& [c, members] : list) {
+    for (int m : members) {
       for (int d : plan_ops[static_cast<std::size_t>(m)].deps) {
-        auto it = entry_of.find(d);
-        if (it == entry_of.end() || it->second == e) continue;
-        if (real_dependency(plan_ops[static_cast<std::size_t>(m)], plan_ops[static_cast<std::size_t>(d)])) before[e].insert(it->second);
+        auto it = collective_of.find(d);
+        if (it == collective_of.end() || it->second == c) continue;
+        if (real_dependency(plan_ops[static_cast<std::size_t>(m)], plan_ops[static_cast<std::size_t>(d)])) {
+          edges.insert({it->second, c});
+        }
       }
     }
   }
-  Entries out;
-  std::vector<char> placed(list.size(), 0);
-  while (out.size() < list.size()) {
-    std::size_t pick = list.size();
-    for (std::size_t e = 0; e < list.size() && pick == list.size(); ++e) {
-      if (placed[e]) continue;
-      bool ready = true;
-      for (std::size_t b : before[e]) ready = ready && placed[b];
-      if (ready) pick = e;
-    }
-    if (pick == list.size()) throw MergeCycle("sim: rank " + std::to_string(rank) + ": merged collectives depend on each other in a cycle");
-    placed[pick] = 1;
-    out.push_back(std::move(list[pick]));
+}
+
+// One order of all merged collectives that every rank follows: a topological order of every
+// rank's dependencies, ties by creation. Ordering them per rank instead lets two ranks order
+// two launches differently, which deadlocks (as NCCL would). Throws MergeCycle on a cycle.
+std::vector<int> global_positions(int count, const std::set<std::pair<int, int>>& edges) {
+  std::vector<std::vector<int>> after(static_cast<std::size_t>(count));
+  std::vector<int> pending(static_cast<std::size_t>(count), 0);
+  for (const auto& [x, y] : edges) after[static_cast<std::size_t>(x)].push_back(y), ++pending[static_cast<std::size_t>(y)];
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (int c = 0; c < count; ++c) {
+    if (pending[static_cast<std::size_t>(c)] == 0) ready.push(c);
   }
-  list = std::move(out);
+  std::vector<int> position(static_cast<std::size_t>(count), -1);
+  int next = 0;
+  while (!ready.empty()) {
+    const int c = ready.top();
+    ready.pop();
+    position[static_cast<std::size_t>(c)] = next++;
+    for (int y : after[static_cast<std::size_t>(c)]) {
+      if (--pending[static_cast<std::size_t>(y)] == 0) ready.push(y);
+    }
+  }
+  if (next != count) throw MergeCycle("sim: merged collectives depend on each other in a cycle");
+  return position;
 }
 
 int stream_of(OpKind kind, Phase phase, bool one_comm_stream) {
@@ -191,7 +202,12 @@ class RankBuilder {
       : prog_(prog), plan_(plan), routing_(routing), units_(units), unit_fwd_s_(unit_fwd_s), t_(t), as_is_(as_is),
         merge_(merge && !as_is) {}
 
+  // First pass (collecting): only gathers the ordering constraints into `edges`. Second pass:
+  // builds the rank's ops with every unit's launches in `positions` order.
   std::vector<SimOp> build(int rank, const std::vector<double>& compute_seconds);
+  bool collecting = true;
+  std::set<std::pair<int, int>> edges;
+  std::vector<int> positions;
 
  private:
   int merged_index(int rank, const Op& op, int unit);
@@ -289,8 +305,18 @@ std::vector<SimOp> RankBuilder::build(int rank, const std::vector<double>& compu
     if (it == list.end()) list.push_back({c, {}}), it = list.end() - 1;
     it->second.push_back(static_cast<int>(i));
   }
+  if (collecting) {
+    for (auto* lists : {&fwd, &bwd}) {
+      for (const auto& list : *lists) collect_edges(list, plan_ops, edges);
+    }
+    return {};
+  }
   for (auto* lists : {&fwd, &bwd}) {
-    for (auto& list : *lists) order_by_dependencies(list, plan_ops, rank);
+    for (auto& list : *lists) {
+      std::stable_sort(list.begin(), list.end(), [&](const auto& x, const auto& y) {
+        return positions[static_cast<std::size_t>(x.first)] < positions[static_cast<std::size_t>(y.first)];
+      });
+    }
   }
   auto plan_deps = [&](SimOp& s, const std::vector<int>& members, int self) {
     for (int m : members) {
@@ -469,6 +495,9 @@ StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const R
     prog.collectives.clear();
     RankBuilder builder(prog, plan, routing, units, unit_fwd_s, training, options.plan_as_is, merge);
     try {
+      for (std::size_t r = 0; r < plan.ranks.size(); ++r) builder.build(static_cast<int>(r), seconds[r]);
+      builder.positions = global_positions(static_cast<int>(prog.collectives.size()), builder.edges);
+      builder.collecting = false;
       for (std::size_t r = 0; r < plan.ranks.size(); ++r) {
         prog.ranks.push_back(merge_compute_runs(builder.build(static_cast<int>(r), seconds[r])));
       }

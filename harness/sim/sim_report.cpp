@@ -102,7 +102,7 @@ void print_scaling_table(std::ostream& out, const std::string& key, const std::v
   out << std::setw(18) << "dedicated/adamw" << "\n";
   for (const auto& run : runs) {
     out << std::left << std::setw(14) << run.label << std::right;
-    for (const auto& row : run.rows) out << std::setw(15) << (row.result ? ms(row.result->step_s) : "does not fit");
+    for (const auto& row : run.rows) out << std::setw(15) << (row.result ? ms(row.result->step_s) : "not run");
     const auto* a = find(run, Strategy::adamw);
     const auto* d = find(run, Strategy::dedicated);
     std::ostringstream ratio;
