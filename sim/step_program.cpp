@@ -211,6 +211,10 @@ class RankBuilder {
 
  private:
   int merged_index(int rank, const Op& op, int unit);
+  void classify(int rank);  // fills fwd_, bwd_ (per unit) and optimizer_ops_
+  void add_plan_deps(SimOp& s, const std::vector<int>& members, int self);
+  int collective_op(int c, const std::vector<int>& members, std::vector<int> extra);
+  void emit_forward_backward();
   int emit(SimOp op) {
     ops_.push_back(std::move(op));
     return static_cast<int>(ops_.size()) - 1;
@@ -225,6 +229,11 @@ class RankBuilder {
   bool as_is_;
   bool merge_;
   std::vector<SimOp> ops_;
+  // The rank being built: its collectives per unit, optimizer-phase ops, plan op -> sim op.
+  int rank_ = 0;
+  std::vector<Entries> fwd_, bwd_;
+  std::vector<int> optimizer_ops_;
+  std::vector<int> sim_of_;
 
  public:
   // Shared across ranks: merge key -> collective index; plan collective id -> merged index;
@@ -282,100 +291,115 @@ int RankBuilder::merged_index(int rank, const Op& op, int unit) {
   return index;
 }
 
-std::vector<SimOp> RankBuilder::build(int rank, const std::vector<double>& compute_seconds) {
-  ops_.clear();
+void RankBuilder::classify(int rank) {
   const auto& plan_ops = plan_.ranks[static_cast<std::size_t>(rank)];
   const int U = as_is_ ? 0 : static_cast<int>(units_.keys.size());  // as is: no fwd/bwd compute
-  // Per unit: merged collectives in first-appearance order, with the plan ops they stand for.
-  std::vector<Entries> fwd(U), bwd(U);
-  std::vector<int> optimizer_ops;
-  std::vector<int> sim_of(plan_ops.size(), -1);
+  fwd_.assign(static_cast<std::size_t>(U), {});
+  bwd_.assign(static_cast<std::size_t>(U), {});
+  optimizer_ops_.clear();
   for (std::size_t i = 0; i < plan_ops.size(); ++i) {
     const Op& op = plan_ops[i];
     if (op.phase == Phase::optimizer || as_is_) {
-      optimizer_ops.push_back(static_cast<int>(i));
+      optimizer_ops_.push_back(static_cast<int>(i));
       continue;
     }
     if (!is_collective(op.kind)) throw Error("sim: rank " + std::to_string(rank) + " op '" + op.label + "': compute outside the optimizer phase");
     int last = 0;
     const int unit = unit_of(op, routing_, units_, &last);
     const int c = merged_index(rank, op, unit);
-    auto& list = (op.phase == Phase::forward ? fwd : bwd)[static_cast<std::size_t>(unit >= 0 ? unit : last)];
+    auto& list = (op.phase == Phase::forward ? fwd_ : bwd_)[static_cast<std::size_t>(unit >= 0 ? unit : last)];
     auto it = std::find_if(list.begin(), list.end(), [&](const auto& x) { return x.first == c; });
     if (it == list.end()) list.push_back({c, {}}), it = list.end() - 1;
     it->second.push_back(static_cast<int>(i));
   }
+}
+
+void RankBuilder::add_plan_deps(SimOp& s, const std::vector<int>& members, int self) {
+  const auto& plan_ops = plan_.ranks[static_cast<std::size_t>(rank_)];
+  for (int m : members) {
+    for (int d : plan_ops[static_cast<std::size_t>(m)].deps) {
+      const int sd = sim_of_[static_cast<std::size_t>(d)];
+      if (sd == self) continue;
+      if (!real_dependency(plan_ops[static_cast<std::size_t>(m)], plan_ops[static_cast<std::size_t>(d)])) continue;
+      if (sd < 0 || sd > self) {
+        const Op& a = plan_ops[static_cast<std::size_t>(m)];
+        const Op& b = plan_ops[static_cast<std::size_t>(d)];
+        throw Error("sim: rank " + std::to_string(rank_) + " op " + std::to_string(m) + " (" + std::string(to_string(a.kind)) +
+                    " '" + a.label + "', " + std::string(to_string(a.phase)) + ") depends on op " + std::to_string(d) + " (" +
+                    std::string(to_string(b.kind)) + " '" + b.label + "', " + std::string(to_string(b.phase)) +
+                    ") that the step order puts after it");
+      }
+      s.deps.push_back(sd);
+    }
+  }
+}
+
+int RankBuilder::collective_op(int c, const std::vector<int>& members, std::vector<int> extra) {
+  const SimCollective& sc = prog_.collectives[static_cast<std::size_t>(c)];
+  SimOp s{sc.stream, sc.phase, std::string(to_string(sc.call.kind)), sc.label, 0, c, std::move(extra)};
+  const int index = static_cast<int>(ops_.size());
+  for (int m : members) sim_of_[static_cast<std::size_t>(m)] = index;
+  add_plan_deps(s, members, index);
+  return emit(std::move(s));
+}
+
+// Forward: per unit its gathers (gated by the prefetch depth), then its compute. Backward, in
+// reverse: Z3 re-gathers, compute, then the unit's reductions.
+void RankBuilder::emit_forward_backward() {
+  const int U = static_cast<int>(fwd_.size());
+  const int prefetch = static_cast<int>(t_.prefetch_layers);
+  std::vector<int> fwd_compute(static_cast<std::size_t>(U), -1), bwd_compute(static_cast<std::size_t>(U), -1);
+  for (int u = 0; u < U; ++u) {
+    std::vector<int> mine;
+    const int gate = u - 1 - prefetch;
+    for (const auto& [c, members] : fwd_[static_cast<std::size_t>(u)]) {
+      mine.push_back(collective_op(c, members, gate >= 0 ? std::vector<int>{fwd_compute[static_cast<std::size_t>(gate)]} : std::vector<int>{}));
+    }
+    fwd_compute[static_cast<std::size_t>(u)] =
+        emit({kComputeStream, Phase::forward, "forward", "unit " + std::to_string(u), unit_fwd_s_[static_cast<std::size_t>(u)], -1, mine});
+  }
+  for (int j = 0; j < U; ++j) {
+    const auto u = static_cast<std::size_t>(U - 1 - j);
+    std::vector<int> mine;
+    const int gate = j - 1 - prefetch;
+    for (const auto& [c, members] : t_.reshard_after_forward ? fwd_[u] : Entries{}) {
+      auto [it, fresh] = regather.emplace(c, static_cast<int>(prog_.collectives.size()));
+      if (fresh) {
+        SimCollective copy = prog_.collectives[static_cast<std::size_t>(c)];
+        copy.phase = Phase::backward;
+        copy.label += " (backward re-gather)";
+        prog_.collectives.push_back(std::move(copy));
+      }
+      const SimCollective& sc = prog_.collectives[static_cast<std::size_t>(it->second)];
+      mine.push_back(emit({sc.stream, Phase::backward, std::string(to_string(sc.call.kind)), sc.label, 0, it->second,
+                           gate >= 0 ? std::vector<int>{bwd_compute[static_cast<std::size_t>(U - 1 - gate)]} : std::vector<int>{}}));
+    }
+    bwd_compute[u] = emit({kComputeStream, Phase::backward, "backward", "unit " + std::to_string(u), 2 * unit_fwd_s_[u], -1, mine});
+    for (const auto& [c, members] : bwd_[u]) collective_op(c, members, {bwd_compute[u]});
+  }
+}
+
+std::vector<SimOp> RankBuilder::build(int rank, const std::vector<double>& compute_seconds) {
+  ops_.clear();
+  rank_ = rank;
+  const auto& plan_ops = plan_.ranks[static_cast<std::size_t>(rank)];
+  classify(rank);
   if (collecting) {
-    for (auto* lists : {&fwd, &bwd}) {
+    for (auto* lists : {&fwd_, &bwd_}) {
       for (const auto& list : *lists) collect_edges(list, plan_ops, edges);
     }
     return {};
   }
-  for (auto* lists : {&fwd, &bwd}) {
+  for (auto* lists : {&fwd_, &bwd_}) {
     for (auto& list : *lists) {
       std::stable_sort(list.begin(), list.end(), [&](const auto& x, const auto& y) {
         return positions[static_cast<std::size_t>(x.first)] < positions[static_cast<std::size_t>(y.first)];
       });
     }
   }
-  auto plan_deps = [&](SimOp& s, const std::vector<int>& members, int self) {
-    for (int m : members) {
-      for (int d : plan_ops[static_cast<std::size_t>(m)].deps) {
-        const int sd = sim_of[static_cast<std::size_t>(d)];
-        if (sd == self) continue;
-        if (!real_dependency(plan_ops[static_cast<std::size_t>(m)], plan_ops[static_cast<std::size_t>(d)])) continue;
-        if (sd < 0 || sd > self) {
-          const Op& a = plan_ops[static_cast<std::size_t>(m)];
-          const Op& b = plan_ops[static_cast<std::size_t>(d)];
-          throw Error("sim: rank " + std::to_string(rank) + " op " + std::to_string(m) + " (" + std::string(to_string(a.kind)) +
-                      " '" + a.label + "', " + std::string(to_string(a.phase)) + ") depends on op " + std::to_string(d) + " (" +
-                      std::string(to_string(b.kind)) + " '" + b.label + "', " + std::string(to_string(b.phase)) +
-                      ") that the step order puts after it");
-        }
-        s.deps.push_back(sd);
-      }
-    }
-  };
-  auto collective_op = [&](int c, const std::vector<int>& members, std::vector<int> extra) {
-    const SimCollective& sc = prog_.collectives[static_cast<std::size_t>(c)];
-    SimOp s{sc.stream, sc.phase, std::string(to_string(sc.call.kind)), sc.label, 0, c, std::move(extra)};
-    const int index = static_cast<int>(ops_.size());
-    for (int m : members) sim_of[static_cast<std::size_t>(m)] = index;
-    plan_deps(s, members, index);
-    return emit(std::move(s));
-  };
-  const int prefetch = static_cast<int>(t_.prefetch_layers);
-  std::vector<int> fwd_compute(U, -1), bwd_compute(U, -1);
-  for (int u = 0; u < U; ++u) {
-    std::vector<int> mine;
-    for (const auto& [c, members] : fwd[u]) {
-      const int gate = u - 1 - prefetch;
-      mine.push_back(collective_op(c, members, gate >= 0 ? std::vector<int>{fwd_compute[gate]} : std::vector<int>{}));
-    }
-    fwd_compute[u] = emit({kComputeStream, Phase::forward, "forward", "unit " + std::to_string(u), unit_fwd_s_[u], -1, mine});
-  }
-  for (int j = 0; j < U; ++j) {
-    const int u = U - 1 - j;
-    std::vector<int> mine;
-    if (t_.reshard_after_forward) {
-      for (const auto& [c, members] : fwd[u]) {
-        auto [it, fresh] = regather.emplace(c, static_cast<int>(prog_.collectives.size()));
-        if (fresh) {
-          SimCollective copy = prog_.collectives[static_cast<std::size_t>(c)];
-          copy.phase = Phase::backward;
-          copy.label += " (backward re-gather)";
-          prog_.collectives.push_back(std::move(copy));
-        }
-        const int gate = j - 1 - prefetch;
-        const SimCollective& sc = prog_.collectives[static_cast<std::size_t>(it->second)];
-        mine.push_back(emit({sc.stream, Phase::backward, std::string(to_string(sc.call.kind)), sc.label, 0, it->second,
-                             gate >= 0 ? std::vector<int>{bwd_compute[U - 1 - gate]} : std::vector<int>{}}));
-      }
-    }
-    bwd_compute[u] = emit({kComputeStream, Phase::backward, "backward", "unit " + std::to_string(u), 2 * unit_fwd_s_[u], -1, mine});
-    for (const auto& [c, members] : bwd[u]) collective_op(c, members, {bwd_compute[u]});
-  }
-  for (int i : optimizer_ops) {
+  sim_of_.assign(plan_ops.size(), -1);
+  emit_forward_backward();
+  for (int i : optimizer_ops_) {
     const Op& op = plan_ops[static_cast<std::size_t>(i)];
     if (is_collective(op.kind)) {
       collective_op(merged_index(rank, op, -1), {i}, {});
@@ -384,8 +408,8 @@ std::vector<SimOp> RankBuilder::build(int rank, const std::vector<double>& compu
     SimOp s{kComputeStream, Phase::optimizer, std::string(to_string(op.kind)), op.label,
             compute_seconds[static_cast<std::size_t>(i)], -1, {}};
     const int index = static_cast<int>(ops_.size());
-    sim_of[static_cast<std::size_t>(i)] = index;
-    plan_deps(s, {i}, index);
+    sim_of_[static_cast<std::size_t>(i)] = index;
+    add_plan_deps(s, {i}, index);
     emit(std::move(s));
   }
   for (auto& s : ops_) {
