@@ -106,11 +106,10 @@ void Runner::start(const std::vector<sg4::Host*>& hosts) {
 
 void Runner::wait_for(int rank, const std::vector<int>& deps) {
   RankSync& rs = ranks_[static_cast<std::size_t>(rank)];
+  std::size_t next = 0;  // deps before it are done: a wake-up does not rescan them
   auto ready = [&] {
-    for (int d : deps) {
-      if (!rs.done[static_cast<std::size_t>(d)]) return false;
-    }
-    return true;
+    while (next < deps.size() && rs.done[static_cast<std::size_t>(deps[next])]) ++next;
+    return next == deps.size();
   };
   if (ready()) return;
   std::unique_lock<sg4::Mutex> lock(*rs.mutex);
