@@ -255,20 +255,25 @@ void dedicated_collectives(PlanWriter& w, int owner, const std::vector<Region>& 
 Plan build_dedicated(PlanWriter& w, const std::vector<int>& owner, const PlanOptions& o) {
   const ModelSpec& model = w.model();
   const Routing& routing = w.routing();
-  std::map<int, std::map<int, std::vector<Region>>> by_layer_owner;  // layer -> owner -> regions
+  // Blocks (tower, layer) in the order their first matrix appears, which is the forward order;
+  // keying on the layer index alone would put layer i of every tower in one launch.
+  std::vector<std::pair<std::string, std::map<int, std::vector<Region>>>> blocks;  // owner -> regions
   for (std::size_t m = 0; m < routing.muon_matrices.size(); ++m) {
-    by_layer_owner[routing.muon_matrices[m].layer][owner[m]].push_back(matrix_region(routing, m));
+    const std::string key = layer_key(model, routing.muon_matrices[m]);
+    auto it = std::find_if(blocks.begin(), blocks.end(), [&](const auto& b) { return b.first == key; });
+    if (it == blocks.end()) it = blocks.insert(blocks.end(), {key, {}});
+    it->second[owner[m]].push_back(matrix_region(routing, m));
   }
   std::set<std::size_t> fsdp_params;
   for (std::size_t p = 0; p < model.params.size(); ++p) {
     if (!is_muon(routing, p)) fsdp_params.insert(p);
   }
   for (std::size_t p : fsdp_params) w.fsdp_all_gather(p);
-  for (const auto& [layer, owners] : by_layer_owner) {
-    for (const auto& [o_rank, regions] : owners) dedicated_collectives(w, o_rank, regions, true, "layer " + std::to_string(layer));
+  for (const auto& [block, owners] : blocks) {
+    for (const auto& [o_rank, regions] : owners) dedicated_collectives(w, o_rank, regions, true, "block " + block);
   }
-  for (auto it = by_layer_owner.rbegin(); it != by_layer_owner.rend(); ++it) {
-    for (const auto& [o_rank, regions] : it->second) dedicated_collectives(w, o_rank, regions, false, "layer " + std::to_string(it->first));
+  for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
+    for (const auto& [o_rank, regions] : it->second) dedicated_collectives(w, o_rank, regions, false, "block " + it->first);
   }
   for (auto it = fsdp_params.rbegin(); it != fsdp_params.rend(); ++it) w.fsdp_reduce_gradient(*it);
   for (int r = 0; r < w.mesh().world(); ++r) {

@@ -101,4 +101,10 @@ Routing route_parameters(const ModelSpec& model, const RoutingRules& rules) {
   return r;
 }
 
+std::string layer_key(const ModelSpec& model, const MuonMatrix& matrix) {
+  const ParamSpec& p = model.params.at(matrix.param);
+  if (p.layer < 0) return "param/" + p.name;
+  return p.tower + "/" + std::to_string(p.layer);
+}
+
 }  // namespace dmuon

@@ -35,6 +35,10 @@ struct Routing {
 
 bool glob_match(const std::string& pattern, const std::string& text);
 
+// The block a matrix belongs to, as communication groups it: its tower and layer ("visual/7"),
+// so layer i of two towers stays apart; a matrix outside any block is its own key.
+std::string layer_key(const ModelSpec& model, const MuonMatrix& matrix);
+
 // Default: roles matrix and expert_stack go to Muon, every other role to AdamW. A name that
 // matches an `adamw` pattern goes to AdamW, one that matches a `muon` pattern to Muon. Throws
 // dmuon::Error for a pattern that matches nothing, a name matched by both lists, or a `muon`

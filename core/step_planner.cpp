@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/owner_columns.hpp"
 #include "core/plan_cost.hpp"
 
 namespace dmuon {
@@ -43,11 +44,15 @@ StepPlan plan_step(const ModelSpec& model, const Routing& routing, const Optimiz
       a.memory_capacity_bytes.assign(static_cast<std::size_t>(a.ranks), *options.owner_memory_capacity_bytes);
     }
     const BatchCost ns_cost = ns_batch_cost(cost, optimizer.muon.ns);
-    out.assignment = assign_owners(routing.muon_matrices, ns_cost, a);
+    if (strategy == Strategy::dedicated && mesh.replicate > 1 && mesh.shard > 1 && options.balance_shard_columns) {
+      out.assignment = assign_owners_by_column(model, routing.muon_matrices, ns_cost, a, mesh);
+    } else {
+      out.assignment = assign_owners(routing.muon_matrices, ns_cost, a);
+    }
     // Packing a layer's small matrices saves broadcasts, but when it leaves too few units for
     // the ranks (a 3B model's ~70 layer packs over 128 GPUs) the largest pack sets the makespan.
     // Keep packing unless unpacked owners finish Newton-Schulz sooner by more than the allowance.
-    if (a.pack_numel_threshold > 0) {
+    if (a.pack_numel_threshold > 0 && out.assignment->units < static_cast<int>(routing.muon_matrices.size())) {
       AssignmentOptions unpacked = a;
       unpacked.pack_numel_threshold = 0;
       Assignment alternative = assign_owners(routing.muon_matrices, ns_cost, unpacked);

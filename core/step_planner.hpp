@@ -27,6 +27,9 @@ struct StepPlanOptions {
   // the largest pack sets the makespan). The packs are kept while their NS makespan is within
   // this fraction of the unpacked assignment's; beyond it, every matrix is its own unit.
   double pack_max_slowdown = 0.05;
+  // dedicated on a 2-D mesh: spread each layer's bytes over the shard columns (rails) first,
+  // then balance NS time inside each column (core/owner_columns.hpp). No packing then.
+  bool balance_shard_columns = true;
   // Bytes each rank may hold as a dedicated owner; none = unlimited.
   std::optional<double> owner_memory_capacity_bytes;
 };
