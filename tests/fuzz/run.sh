@@ -18,5 +18,6 @@ case "$budget" in
   *) limit=(-max_total_time="$budget") ;;
 esac
 cd "$scratch/$target"  # crash-*, leak-*, timeout-* files land here
-exec "$exe" "${limit[@]}" -timeout=60 -rss_limit_mb=2048 -print_final_stats=1 "$@" \
-  "$scratch/$target" "$here/corpus/$target" "$root/scenarios" "$root/tests/golden"
+corpora=("$scratch/$target" "$root/scenarios" "$root/tests/golden")
+[ -d "$here/corpus/$target" ] && corpora+=("$here/corpus/$target")  # git keeps no empty folder
+exec "$exe" "${limit[@]}" -timeout=60 -rss_limit_mb=2048 -print_final_stats=1 "$@" "${corpora[@]}"
