@@ -21,11 +21,19 @@ DType dtype_of(ElementType t) {
 
 constexpr int K(BufferKind b) { return static_cast<int>(b); }
 
+// The engine follows the optimizer config's non-finite policy (a NaN gradient is an error naming
+// the matrix, or its update is skipped), whatever the caller's engine options say.
+cuda::NsEngineOptions engine_options(cuda::NsEngineOptions options, const OptimizerConfig& config) {
+  options.non_finite = config.muon.nonfinite;
+  return options;
+}
+
 }  // namespace
 
 ComputeRunner::ComputeRunner(const ModelSpec& model, const Routing& routing, const OptimizerConfig& config,
                              cudaStream_t stream, ComputeOptions options)
-    : routing_(routing), config_(config), stream_(stream), options_(options), engine_(stream, options.engine),
+    : routing_(routing), config_(config), stream_(stream), options_(options),
+      engine_(stream, engine_options(options.engine, config)),
       lr_adjusted_(model.params.size(), std::numeric_limits<double>::quiet_NaN()) {
   for (const MuonMatrix& m : routing.muon_matrices) lr_adjusted_.at(m.param) = adjusted_lr(config.muon, m.rows, m.cols);
   for (const ParamSpec& p : model.params) names_.push_back(p.name);

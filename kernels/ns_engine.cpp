@@ -224,7 +224,7 @@ NsOutcome NsEngine::run(const NsCall& call, const NsConfig& ns, NsImpl impl) {
     outcome.skipped.push_back(i);
     bad += (bad.empty() ? "" : ", ") + matrix_name(call, i);
   }
-  if (!bad.empty() && st.options.non_finite == NonFinitePolicy::error) {
+  if (!bad.empty() && st.options.non_finite == NonfinitePolicy::error) {
     throw Error("Newton-Schulz input has NaN or Inf values: " + bad);
   }
   return outcome;

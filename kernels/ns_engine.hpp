@@ -45,12 +45,11 @@ NsKernel kernel_family(NsImpl impl);
 // standard NS for square matrices).
 std::vector<NsImpl> candidate_impls(const NsConfig& ns, long rows, long cols);
 
-// error: throw dmuon::Error naming the matrices whose input has a NaN or Inf.
-// skip:  write zeros for those matrices and list them in NsOutcome::skipped.
-enum class NonFinitePolicy { error, skip };
-
 struct NsEngineOptions {
-  NonFinitePolicy non_finite = NonFinitePolicy::error;
+  // The optimizer config's policy (core/optimizer_config.hpp, `nonfinite`):
+  // error: throw dmuon::Error naming the matrices whose input has a NaN or Inf.
+  // skip:  write zeros for those matrices and list them in NsOutcome::skipped.
+  NonfinitePolicy non_finite = NonfinitePolicy::error;
   // true: run() synchronises the stream once at its end to read the per-matrix norms (needed
   // to report non-finite inputs by name). false: no host sync; with policy skip the zeroing
   // still happens on the device, nothing is reported, and policy error cannot fire.

@@ -87,7 +87,7 @@ TEST_CASE("GPU NS: zero input gives zero, NaN input is named or skipped", "[gpu]
   CHECK_THROWS_WITH(verify::gpu_newton_schulz(engine, {good, bad}, ns, NsImpl::standard, DType::fp32, {"q", "k"}),
                     Catch::Contains("NaN or Inf") && Catch::Contains("k"));
   cuda::NsEngineOptions o;
-  o.non_finite = cuda::NonFinitePolicy::skip;
+  o.non_finite = NonfinitePolicy::skip;
   cuda::NsEngine skipping(nullptr, o);
   cuda::NsOutcome outcome;
   const auto out = verify::gpu_newton_schulz(skipping, {good, bad}, ns, NsImpl::standard, DType::fp32, {}, &outcome);

@@ -127,7 +127,7 @@ std::vector<CaseResult> run_batch_and_non_finite(std::uint64_t seed) {
   }
   out.push_back(named);
   cuda::NsEngineOptions skip_options;
-  skip_options.non_finite = cuda::NonFinitePolicy::skip;
+  skip_options.non_finite = NonfinitePolicy::skip;
   cuda::NsEngine skipping(nullptr, skip_options);
   cuda::NsOutcome outcome;
   const auto skipped = gpu_newton_schulz(skipping, mats, ns, NsImpl::standard, DType::fp32, {}, &outcome);
