@@ -72,6 +72,7 @@ NcclSpec parse_nccl(const YamlValue& value) {
   NcclSpec n;
   if (auto v = m.find("base_latency_us")) n.base_latency_us = v->as_nonnegative_double();
   if (auto v = m.find("channels")) n.channels = v->as_positive_int();
+  if (auto v = m.find("channels_one_gpu_per_node")) n.channels_one_gpu_per_node = v->as_positive_int();
   if (auto v = m.find("chunk_bytes")) n.chunk_bytes = v->as_positive_int();
   if (auto v = m.find("all_reduce")) n.all_reduce = parse_scalar(*v, parse_all_reduce);
   if (auto v = m.find("size_efficiency")) {

@@ -51,6 +51,10 @@ enum class AllReduceAlgorithm { ring, tree, automatic };
 struct NcclSpec {
   double base_latency_us = 8.4;        // per collective launch (NCCL tuning.cc, Ring/Simple)
   std::int64_t channels = 8;           // rings/chains the data is split over
+  // Channels of a communicator with one GPU on each of several nodes (an HSDP replicate group):
+  // all its channels leave through that GPU's one NIC. 0 = `channels`. NCCL searches one
+  // channel at the NIC's speed there and only doubles it (src/graph/search.cc, connect.cc).
+  std::int64_t channels_one_gpu_per_node = 0;
   std::int64_t chunk_bytes = 512 << 10;  // pipeline chunk of broadcast/reduce/tree, per channel
   AllReduceAlgorithm all_reduce = AllReduceAlgorithm::automatic;
   // Calibration hook: fraction of the links' effective bandwidth a collective of a given size

@@ -59,7 +59,18 @@ class EdgeSet {
   std::map<std::tuple<int, int, int, int>, std::size_t> index_;
 };
 
-int channels_of(const NcclSpec& nccl) { return static_cast<int>(std::max<std::int64_t>(1, nccl.channels)); }
+// NCCL picks one channel count per communicator. One with a single GPU on each of several
+// nodes sends every channel through that GPU's one NIC: NCCL finds one channel at the NIC's
+// speed and doubles it (2 on A100/HDR), so such a group gets nccl.channels_one_gpu_per_node.
+// The count matters for chains and trees: every channel pipelines its own chunks, so more
+// channels sharing one NIC make each chunk slower and the pipeline fill longer.
+int channels_of(const std::vector<std::vector<int>>& nodes, const NcclSpec& nccl) {
+  const bool one_gpu_per_node =
+      nodes.size() > 1 && std::all_of(nodes.begin(), nodes.end(), [](const auto& n) { return n.size() == 1; });
+  const std::int64_t c =
+      one_gpu_per_node && nccl.channels_one_gpu_per_node > 0 ? nccl.channels_one_gpu_per_node : nccl.channels;
+  return static_cast<int>(std::max<std::int64_t>(1, c));
+}
 
 // Chunks a channel's share of `bytes` is pipelined in.
 int chunks(double bytes_per_channel, const NcclSpec& nccl) {
@@ -69,7 +80,7 @@ int chunks(double bytes_per_channel, const NcclSpec& nccl) {
 CollectiveSchedule ring(const CollectiveCall& call, const Topology& topo, const NcclSpec& nccl, int steps) {
   const auto nodes = by_node(call.members, topo);
   const int p = static_cast<int>(call.members.size());
-  const int C = channels_of(nccl);
+  const int C = channels_of(nodes, nccl);
   EdgeSet set;
   for (int c = 0; c < C; ++c) {
     const auto order = ring_order(nodes, c);
@@ -82,7 +93,7 @@ CollectiveSchedule ring(const CollectiveCall& call, const Topology& topo, const 
 CollectiveSchedule chains(const CollectiveCall& call, const Topology& topo, const NcclSpec& nccl) {
   const auto nodes = by_node(call.members, topo);
   const int p = static_cast<int>(call.members.size());
-  const int C = channels_of(nccl);
+  const int C = channels_of(nodes, nccl);
   const bool down = call.kind == OpKind::broadcast;
   EdgeSet set;
   for (const auto& [root, bytes] : call.rooted) {
@@ -126,7 +137,7 @@ std::vector<int> tree_parents(const std::vector<std::vector<int>>& nodes, bool m
 
 CollectiveSchedule tree(const CollectiveCall& call, const Topology& topo, const NcclSpec& nccl) {
   const auto nodes = by_node(call.members, topo);
-  const int C = channels_of(nccl);
+  const int C = channels_of(nodes, nccl);
   EdgeSet set;
   for (bool mirror : {false, true}) {
     std::map<int, int> index;

@@ -75,6 +75,33 @@ TEST_CASE("pipelined broadcast and reduce = base + (p-2+k)(alpha + S/(k B))", "[
   }
 }
 
+TEST_CASE("a group of one GPU per node pipelines over nccl.channels_one_gpu_per_node chains", "[sim][collectives]") {
+  // 16 nodes, one GPU each: every channel leaves through the same NIC, so with C channels a
+  // chunk of S/(C k) crosses it at B/C and the fill costs (p-2) such chunks.
+  const int p = 16;
+  const double S = 64e6;
+  ClusterSpec cl = cluster(p, 1, 8);
+  auto expected = [&](double channels) {
+    const double k = std::ceil(S / channels / double(cl.nccl.chunk_bytes));
+    return kBase + (p - 2 + k) * (kNicAlpha + S / k / kNicB);
+  };
+  for (OpKind kind : {OpKind::broadcast, OpKind::reduce}) {
+    INFO(to_string(kind));
+    SECTION("unset: nccl.channels (8) chains") { check_both_modes(call(kind, ranks(p), S), cl, expected(8)); }
+    SECTION("set to 2 (NCCL's count for one NIC per GPU): 4x more, smaller chunks") {
+      cl.nccl.channels_one_gpu_per_node = 2;
+      check_both_modes(call(kind, ranks(p), S), cl, expected(2));
+      CHECK(expected(2) < 0.8 * expected(8));
+    }
+  }
+  SECTION("a group inside one node keeps nccl.channels") {
+    ClusterSpec one_node = cluster(1, 8, 8);
+    one_node.nccl.channels_one_gpu_per_node = 2;
+    const double k = std::ceil(S / 8 / double(one_node.nccl.chunk_bytes));
+    check_both_modes(call(OpKind::broadcast, ranks(8), S), one_node, kBase + (8 - 2 + k) * (kNvlAlpha + S / k / kNvlB));
+  }
+}
+
 TEST_CASE("all-to-all = base + alpha + (p-1)/p S/B per GPU", "[sim][collectives]") {
   const int p = 8;
   const double S = 128e6;  // bytes each GPU sends in total, S/p to each peer (and itself)
