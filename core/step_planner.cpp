@@ -28,6 +28,10 @@ Mesh mesh_for_cluster(const ClusterSpec& cluster) {
 
 StepPlan plan_step(const ModelSpec& model, const Routing& routing, const OptimizerConfig& optimizer,
                    Strategy strategy, const Mesh& mesh, const CostModel& cost, const StepPlanOptions& options) {
+  if (strategy != Strategy::adamw && routing.muon_matrices.empty()) {
+    throw Error("strategies: '" + std::string(to_string(strategy)) + "' runs Muon, but the routing sends every parameter of model '" +
+                model.name + "' to AdamW (no Muon matrix): use strategy adamw or route matrices to Muon");
+  }
   StepPlan out;
   out.strategy = strategy;
   out.mesh = mesh;

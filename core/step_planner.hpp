@@ -47,8 +47,9 @@ struct StepPlan {
 // cluster.nodes or cluster.gpus_per_node when a size is not positive or too large.
 Mesh mesh_for_cluster(const ClusterSpec& cluster);
 
-// Builds, validates and annotates the Plan of `strategy`. Throws dmuon::Error (owner assignment
-// errors such as a matrix that fits no rank's memory, plan validation errors).
+// Builds, validates and annotates the Plan of `strategy`. Throws dmuon::Error (a Muon strategy
+// on a model without Muon matrices, naming `strategies`; owner assignment errors such as a
+// matrix that fits no rank's memory; plan validation errors).
 StepPlan plan_step(const ModelSpec& model, const Routing& routing, const OptimizerConfig& optimizer,
                    Strategy strategy, const Mesh& mesh, const CostModel& cost, const StepPlanOptions& options = {});
 

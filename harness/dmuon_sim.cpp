@@ -2,7 +2,9 @@
 //   dmuon-sim --scenario scenarios/16node.yaml [--strategy S]... [--mode fast|flows]
 //             [--json FILE] [--csv FILE] [--trace FILE] [--sweep key=v1,v2,...]
 //             [--validate reports/step-<machine>.json] [--calibration FILE]
-// Exit 0 when it ran, 2 on bad arguments or input (one line on stderr naming what is wrong).
+// Exit 0 when every strategy was simulated; 1 when one could not be (it does not fit the GPU's
+// memory, or the scenario lacks what the simulator needs: its row says why, and one line on
+// stderr counts them); 2 on bad arguments or input (one line on stderr naming what is wrong).
 #include <boost/program_options.hpp>
 #include <algorithm>
 #include <iostream>
@@ -135,7 +137,18 @@ int run(const Args& a) {
   if (!a.sweep.empty()) simcli::print_scaling_table(std::cout, a.sweep.substr(0, a.sweep.find('=')), runs);
   if (!a.json.empty()) simcli::write_json(a.json, runs, a.command);
   if (!a.csv.empty()) simcli::write_csv(a.csv, runs);
-  return 0;
+  std::size_t failed = 0, rows = 0;
+  std::string first;
+  for (const auto& run : runs) {
+    for (const auto& row : run.rows) {
+      ++rows;
+      if (row.result) continue;
+      if (failed++ == 0) first = std::string(to_string(row.strategy)) + ": " + row.error;
+    }
+  }
+  if (failed == 0) return 0;
+  std::cerr << "dmuon-sim: " << failed << " of " << rows << " strategy runs not simulated (first: " << first << ")\n";
+  return 1;
 }
 
 }  // namespace

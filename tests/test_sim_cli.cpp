@@ -104,3 +104,17 @@ TEST_CASE("bad arguments and input exit 2 with one clear line", "[sim][cli]") {
   CHECK(o.exit_code == 2);
   CHECK(o.output.find("--scenario: required") != std::string::npos);
 }
+
+TEST_CASE("a strategy that cannot be simulated fails the run with exit 1 and says why", "[sim][cli]") {
+  // Every parameter routed to AdamW: the Muon strategies have nothing to do, an input error.
+  const std::string scenario = kTmp + "no-muon.yaml";
+  std::ofstream(scenario) << "name: no-muon\nmodel: " << kDir << "models/qwen2-0.5b.yaml\n"
+                          << "routing: {adamw: ['*']}\nstrategies: [adamw, dedicated]\n"
+                          << "cluster: {nodes: 1, gpus_per_node: 2, gpu: h100-sxm, gpu_memory_GiB: 80,\n"
+                          << "          nvlink: {bw_GBps: 450, latency_us: 3}}\n"
+                          << "training: {seq_len: 128, micro_batch: 1, mfu: 0.4}\n";
+  const auto o = run("--scenario " + scenario);
+  CHECK(o.exit_code == 1);
+  CHECK(o.output.find("not simulated: strategies: 'dedicated' runs Muon") != std::string::npos);
+  CHECK(o.output.find("1 of 2 strategy runs not simulated") != std::string::npos);
+}

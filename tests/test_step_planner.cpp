@@ -196,3 +196,17 @@ TEST_CASE("dedicated owners on an HSDP mesh spread every layer over the shard co
   CHECK(by_column.assignment->makespan_seconds < 1.15 * by_rank.assignment->makespan_seconds);
   for (int owner : by_column.plan.matrix_owner) CHECK((owner >= 0 && owner < mesh.world()));
 }
+
+TEST_CASE("a Muon strategy on a model without Muon matrices is an error naming strategies", "[planner]") {
+  Fixture f;
+  const Routing all_adamw = route_parameters(f.model, {{}, {"*"}});
+  REQUIRE(all_adamw.muon_matrices.empty());
+  const Mesh mesh = make_mesh(1, 2, "test");
+  CHECK_NOTHROW(plan_step(f.model, all_adamw, f.optimizer, Strategy::adamw, mesh, f.cost));
+  for (Strategy s : {Strategy::ddp_redundant, Strategy::fsdp_gather, Strategy::zero1_a2a, Strategy::dedicated}) {
+    INFO(to_string(s));
+    CHECK_THROWS_WITH(plan_step(f.model, all_adamw, f.optimizer, s, mesh, f.cost),
+                      Catch::Contains("strategies: '" + std::string(to_string(s)) + "' runs Muon") &&
+                          Catch::Contains("no Muon matrix"));
+  }
+}
