@@ -59,6 +59,12 @@ std::size_t Plan::op_count() const {
   return n;
 }
 
+std::int64_t region_elements(const std::vector<Region>& regions) {
+  std::int64_t n = 0;
+  for (const Region& r : regions) n += r.count;
+  return n;
+}
+
 Region matrix_region(const Routing& routing, std::size_t matrix) {
   const MuonMatrix& m = routing.muon_matrices.at(matrix);
   const std::int64_t count = m.rows * m.cols;

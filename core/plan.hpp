@@ -102,6 +102,8 @@ struct Plan {
   std::size_t op_count() const;
 };
 
+// Elements the regions cover together.
+std::int64_t region_elements(const std::vector<Region>& regions);
 // Region of one Muon matrix inside its parameter (an expert's slice of a stack).
 Region matrix_region(const Routing& routing, std::size_t matrix);
 // Rank s's dim-0 shard of a parameter split over `shards` ranks (FSDP2 layout: ceil(rows/shards)

@@ -9,12 +9,6 @@
 namespace dmuon {
 namespace {
 
-std::int64_t elements(const std::vector<Region>& regions) {
-  std::int64_t n = 0;
-  for (const Region& r : regions) n += r.count;
-  return n;
-}
-
 // Same-shape groups of an NS op's matrices (a builder emits one shape per op; this keeps the
 // cost right for any Plan).
 std::map<std::pair<long, long>, int> shapes_of(const Op& op, const Routing& routing) {
@@ -27,7 +21,7 @@ std::map<std::pair<long, long>, int> shapes_of(const Op& op, const Routing& rout
 }
 
 double elementwise_bytes(const Op& op) {
-  const std::int64_t n = elements(op.regions);
+  const std::int64_t n = region_elements(op.regions);
   switch (op.kind) {
     case OpKind::momentum: return CostModel::momentum_bytes(n);
     case OpKind::muon_update: return CostModel::muon_update_bytes(n);
@@ -39,7 +33,7 @@ double elementwise_bytes(const Op& op) {
 // Arithmetic per element of the fused elementwise passes (a multiply-add counts 2): momentum
 // lerp + nesterov lerp; decay and scaled add; AdamW's two moment updates, sqrt, divide, decay.
 double elementwise_flops(const Op& op) {
-  const double n = double(elements(op.regions));
+  const double n = double(region_elements(op.regions));
   switch (op.kind) {
     case OpKind::momentum: return 4 * n;
     case OpKind::muon_update: return 3 * n;
@@ -55,9 +49,9 @@ double collective_payload_bytes(const Op& op, int rank, int bytes_per_element) {
   switch (op.kind) {
     case OpKind::broadcast:
     case OpKind::reduce:
-    case OpKind::all_reduce: n = elements(op.regions); break;
+    case OpKind::all_reduce: n = region_elements(op.regions); break;
     case OpKind::all_gather:
-    case OpKind::reduce_scatter: n = elements(op.parts); break;
+    case OpKind::reduce_scatter: n = region_elements(op.parts); break;
     case OpKind::all_to_all:
       for (const Transfer& t : op.transfers) {
         if (t.src == rank) n += t.from.count;

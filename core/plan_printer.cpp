@@ -9,12 +9,6 @@
 namespace dmuon {
 namespace {
 
-std::int64_t elements(const std::vector<Region>& regions) {
-  std::int64_t n = 0;
-  for (const auto& r : regions) n += r.count;
-  return n;
-}
-
 std::string human_bytes(double bytes) {
   char s[32];
   if (bytes >= 1e9) std::snprintf(s, sizeof s, "%.2f GB", bytes / 1e9);
@@ -64,7 +58,7 @@ void print_plan(std::ostream& out, const Plan& plan, const ModelSpec& model, con
         const auto& m = routing.muon_matrices[op.matrices.front()];
         out << " batch=" << op.matrices.size() << " " << m.rows << "x" << m.cols;
       } else {
-        out << " " << elements(op.regions) << " elements";
+        out << " " << region_elements(op.regions) << " elements";
       }
       out << " '" << op.label << "' deps " << deps_string(op.deps) << "\n";
     }

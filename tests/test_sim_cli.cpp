@@ -1,33 +1,18 @@
 // dmuon-sim's command line: the table, the JSON and CSV files, a sweep, --validate on a report
 // in dmuon-bench step's format, and one-line errors with exit code 2.
-#include <array>
-#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-#include <sys/wait.h>
 
 #include "catch_compat.hpp"
+#include "run_command.hpp"
 
 namespace {
 
-struct Outcome {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
+using Outcome = CommandOutcome;
 
-Outcome run(const std::string& args) {
-  const std::string command = std::string(DMUON_SIM_EXE) + " " + args + " 2>&1";
-  Outcome o;
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buffer{};
-  while (fgets(buffer.data(), buffer.size(), pipe)) o.output += buffer.data();
-  const int status = pclose(pipe);
-  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return o;
-}
+Outcome run(const std::string& args) { return run_command(std::string(DMUON_SIM_EXE), args); }
 
 const std::string kDir = std::string(DMUON_SOURCE_DIR) + "/scenarios/";
 const std::string kTmp = std::string(CMAKE_BINARY_DIR_FOR_TESTS) + "/sim-cli-";

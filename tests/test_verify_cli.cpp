@@ -1,29 +1,14 @@
 // dmuon-verify's command line: exit codes and one-line errors for bad arguments and input.
-#include <array>
-#include <cstdio>
 #include <string>
-#include <sys/wait.h>
 
 #include "catch_compat.hpp"
+#include "run_command.hpp"
 
 namespace {
 
-struct Outcome {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
+using Outcome = CommandOutcome;
 
-Outcome run(const std::string& args) {
-  const std::string command = std::string(DMUON_VERIFY_EXE) + " " + args + " 2>&1";
-  Outcome o;
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buffer{};
-  while (fgets(buffer.data(), buffer.size(), pipe)) o.output += buffer.data();
-  const int status = pclose(pipe);
-  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return o;
-}
+Outcome run(const std::string& args) { return run_command(std::string(DMUON_VERIFY_EXE), args); }
 
 }  // namespace
 
