@@ -5,27 +5,15 @@
 #include <cuda_fp16.h>
 
 #include "kernels/cuda_check.hpp"
+#include "kernels/device_element.cuh"
 
 namespace dmuon::cuda {
 namespace {
 
 constexpr int kThreads = 256;
 
-__device__ __forceinline__ float load(const void* p, int dtype, long i) {
-  switch (dtype) {
-    case static_cast<int>(DType::bf16): return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
-    case static_cast<int>(DType::fp16): return __half2float(static_cast<const __half*>(p)[i]);
-    default: return static_cast<const float*>(p)[i];
-  }
-}
-
-__device__ __forceinline__ void store(void* p, int dtype, long i, float v) {
-  switch (dtype) {
-    case static_cast<int>(DType::bf16): static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v); break;
-    case static_cast<int>(DType::fp16): static_cast<__half*>(p)[i] = __float2half_rn(v); break;
-    default: static_cast<float*>(p)[i] = v;
-  }
-}
+__device__ __forceinline__ float load(const void* p, int dtype, long i) { return load_element(p, dtype, i); }
+__device__ __forceinline__ void store(void* p, int dtype, long i, float v) { store_element(p, dtype, i, v); }
 
 // The value x takes when stored in `dtype` (fp32: unchanged), as an fp32 number.
 __device__ __forceinline__ float round_to(float x, int dtype) {
