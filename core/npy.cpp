@@ -4,11 +4,11 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <limits>
 #include <optional>
 
 #include "core/error.hpp"
+#include "core/file_read.hpp"
 
 namespace dmuon {
 namespace {
@@ -261,13 +261,7 @@ NpyArray parse_npy(std::string_view bytes, const std::string& name) {
   return out;
 }
 
-NpyArray read_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
-  std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  if (in.bad()) fail(path, "read error");
-  return parse_npy(bytes, path);
-}
+NpyArray read_npy(const std::string& path) { return parse_npy(read_regular_file(path), path); }
 
 std::string format_npy(const std::vector<std::int64_t>& shape, const std::vector<double>& data,
                        bool as_float32) {

@@ -2,12 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 #include "core/error.hpp"
+#include "core/file_read.hpp"
 
 namespace dmuon {
 namespace {
@@ -71,18 +69,7 @@ YamlValue YamlValue::load_string(const std::string& text, const std::string& nam
   }
 }
 
-YamlValue YamlValue::load_file(const std::string& file) {
-  // A device or a fifo (/dev/zero, /dev/stdin) would be read forever; a folder reads as empty.
-  std::error_code error;
-  if (std::filesystem::exists(file, error) && !std::filesystem::is_regular_file(file, error)) {
-    throw Error(file + ": not a regular file");
-  }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error(file + ": cannot open file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return load_string(text.str(), file);
-}
+YamlValue YamlValue::load_file(const std::string& file) { return load_string(read_regular_file(file), file); }
 
 int YamlValue::line() const { return node_.Mark().line + 1; }
 

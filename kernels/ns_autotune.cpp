@@ -3,11 +3,13 @@
 // caches the winner per (shape, batch, config) in memory and in a JSON file keyed by GPU name.
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/file_read.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/device_buffer.hpp"
 #include "kernels/ns_engine_state.hpp"
@@ -24,11 +26,13 @@ double median(std::vector<double> v) {
 }
 
 nlohmann::json read_cache_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return nlohmann::json{{"format", kCacheFormat}, {"gpus", nlohmann::json::object()}};
+  // No cache yet is the normal first run; anything else that cannot be read is an error.
+  std::error_code error;
+  if (!std::filesystem::exists(path, error)) return nlohmann::json{{"format", kCacheFormat}, {"gpus", nlohmann::json::object()}};
+  const std::string text = read_regular_file(path);
   nlohmann::json j;
   try {
-    in >> j;
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw Error(path + ": not a tuning cache (" + e.what() + ")");
   }

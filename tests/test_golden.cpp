@@ -123,6 +123,12 @@ TEST_CASE("malformed manifests fail with file, line and key", "[golden]") {
       {head + R"({"name": "a", "kind": "muon", "optimizer": {}, "inputs": {"W0": "w0.npy", "grads": ["g1.npy", "g2.npy"]}, "expected": {"weights": ["w1.npy"], "momentum": "m.npy"}, "tolerance": {"rel": 1}}]})",
        {"expected.weights", "1 expected weights for 2 gradients"}},
       {"{\"format\": \"dmuon-golden-1\", \"cases\": [", {"manifest.json", "not valid YAML"}},
+      // Found by fuzz_golden_manifest: a name that resolves to the golden folder itself made
+      // libstdc++ throw std::ios_failure out of the reader, and /dev/zero would be read forever.
+      {head + R"({"name": "a", "kind": "ns", "ns": {}, "inputs": {"X": "."}, "expected": {"Y": "y.npy"}, "tolerance": {"rel": 1}}]})",
+       {"cases[0].inputs.X", "not a regular file"}},
+      {head + R"({"name": "a", "kind": "ns", "ns": {}, "inputs": {"X": "x.npy"}, "expected": {"Y": "/dev/zero"}, "tolerance": {"rel": 1}}]})",
+       {"cases[0].expected.Y", "/dev/zero: not a regular file"}},
   };
   int i = 0;
   for (const auto& c : cases) {

@@ -310,6 +310,15 @@ TEST_CASE("npy: file-level errors name the path", "[npy]") {
     CHECK(contains(e.what(), missing.string()));
     CHECK(contains(e.what(), "cannot open"));
   }
+  // A folder made libstdc++ throw std::ios_failure mid-read; a device would be read forever.
+  for (const std::string& not_a_file : {std::filesystem::temp_directory_path().string(), std::string("/dev/zero")}) {
+    try {
+      dmuon::read_npy(not_a_file);
+      FAIL("no error for " << not_a_file);
+    } catch (const dmuon::Error& e) {
+      CHECK(std::string(e.what()) == not_a_file + ": not a regular file");
+    }
+  }
   // Shapes live in variables: a braced list inside a Catch macro would split its arguments.
   const std::vector<std::int64_t> shape23{2, 3}, negative{-1}, rank5{1, 1, 1, 1, 1}, one{1};
   const std::vector<double> five(5), single{1.0}, none;

@@ -84,7 +84,7 @@ TEST_CASE("bad arguments and input exit 2 with one clear line", "[sim][cli]") {
   CHECK(o.output.find("--strategy") != std::string::npos);
   o = run("--validate /nonexistent.json");
   CHECK(o.exit_code == 2);
-  CHECK(o.output.find("--validate: cannot open '/nonexistent.json'") != std::string::npos);
+  CHECK(o.output.find("--validate: /nonexistent.json: cannot open file") != std::string::npos);
   o = run("");
   CHECK(o.exit_code == 2);
   CHECK(o.output.find("--scenario: required") != std::string::npos);

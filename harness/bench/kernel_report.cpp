@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/file_read.hpp"
 #include "core/ns_flops.hpp"
 
 namespace dmuon::bench {
@@ -98,11 +99,10 @@ json row_json(const KernelBench& b, const NsBenchRow& r) {
 }  // namespace
 
 TorchBaseline load_torch_baseline(const std::string& file) {
-  std::ifstream in(file);
-  if (!in) throw Error(file + ": cannot open the torch baseline");
+  const std::string text = read_regular_file(file);
   json j;
   try {
-    in >> j;
+    j = json::parse(text);
     if (j.at("format").get<std::string>() != "dmuon-torch-ns-baseline-1") throw Error(file + ": unknown format");
     TorchBaseline t;
     t.torch_version = j.at("torch_version").get<std::string>();

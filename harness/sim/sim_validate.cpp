@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/file_read.hpp"
 #include "harness/sim/sim_report.hpp"
 #include "sim/strategy_run.hpp"
 
@@ -15,10 +16,14 @@ namespace dmuon::simcli {
 namespace {
 
 nlohmann::json read_json(const std::string& file) {
-  std::ifstream in(file);
-  if (!in) throw Error("--validate: cannot open '" + file + "'");
+  std::string text;
   try {
-    return nlohmann::json::parse(in);
+    text = read_regular_file(file);
+  } catch (const Error& e) {
+    throw Error(std::string("--validate: ") + e.what());
+  }
+  try {
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw Error("--validate: " + file + ": not valid JSON: " + e.what());
   }
