@@ -218,14 +218,21 @@ NsOutcome NsEngine::run(const NsCall& call, const NsConfig& ns, NsImpl impl) {
   DMUON_CUDA_CHECK(cudaMemcpyAsync(st.status_host, buf.status, sizeof(int) * call.batch, cudaMemcpyDeviceToHost,
                                    st.stream));
   DMUON_CUDA_CHECK(cudaStreamSynchronize(st.stream));
-  std::string bad;
+  std::string bad, overflowed;
   for (int i = 0; i < call.batch; ++i) {
+    if (st.status_host[i] == kNormOverflow) overflowed += (overflowed.empty() ? "" : ", ") + matrix_name(call, i);
     if (st.status_host[i] != kNormNonFinite) continue;
     outcome.skipped.push_back(i);
     bad += (bad.empty() ? "" : ", ") + matrix_name(call, i);
   }
   if (!bad.empty() && st.options.non_finite == NonfinitePolicy::error) {
     throw Error("Newton-Schulz input has NaN or Inf values: " + bad);
+  }
+  // Always an error, as in the reference: a finite gradient the config cannot normalise is a
+  // configuration problem, not a bad step to skip.
+  if (!overflowed.empty()) {
+    throw Error("Newton-Schulz: the Frobenius norm of the input overflows normalize_dtype " +
+                std::string(to_string(ns.normalize_dtype)) + "; use a wider normalize_dtype: " + overflowed);
   }
   return outcome;
 }

@@ -80,9 +80,10 @@ __global__ void norm_scale_kernel(const double* sums, int batch, ScaleParams p, 
     return;
   }
   const double scaled = frob * p.scale;
-  const double n = p.clamp ? fmax(scaled, p.eps) : scaled + p.eps;
-  status[b] = kNormOk;
-  divisor[b] = static_cast<float>(round_to_d(n, p.norm_dtype));
+  const float n = static_cast<float>(round_to_d(p.clamp ? fmax(scaled, p.eps) : scaled + p.eps, p.norm_dtype));
+  // The reference refuses this (reference/newton_schulz.cpp); x / inf would be a zero update.
+  status[b] = isfinite(n) ? kNormOk : kNormOverflow;
+  divisor[b] = isfinite(n) ? n : 1.0f;
 }
 
 __global__ void normalize_kernel(const void* in, int in_dtype, int norm_dtype, int compute_dtype, long elems,

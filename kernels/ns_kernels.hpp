@@ -11,14 +11,17 @@
 namespace dmuon::cuda {
 
 // Per-matrix status written by launch_norm_scale.
-enum NormStatus : int { kNormOk = 0, kNormZero = 1, kNormNonFinite = 2 };
+// kNormOverflow: the input is finite but its normaliser is not representable in normalize_dtype
+// (fp16 above 65504, fp32/bf16 above ~3.4e38); dividing by it would be a silent zero update.
+enum NormStatus : int { kNormOk = 0, kNormZero = 1, kNormNonFinite = 2, kNormOverflow = 3 };
 
 // sums[b] = sum of squares of matrix b's elements after rounding to ns.normalize_dtype
 // (double accumulation). Clears `sums` first.
 void launch_sum_squares(const void* in, DType in_dtype, DType norm_dtype, long elems, int batch, double* sums,
                         cudaStream_t stream);
 // divisor[b] = the normaliser of reference/newton_schulz.cpp (norm rounded to normalize_dtype,
-// clamp or add with norm_scale and eps, rounded again); status[b] says zero / non-finite.
+// clamp or add with norm_scale and eps, rounded again); status[b] says zero / non-finite /
+// overflow.
 void launch_norm_scale(const double* sums, int batch, const NsConfig& ns, float* divisor, int* status,
                        cudaStream_t stream);
 // X = compute(norm(norm(in) / divisor)); zeros for a matrix whose status is not kNormOk.

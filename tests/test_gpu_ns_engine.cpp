@@ -97,6 +97,30 @@ TEST_CASE("GPU NS: zero input gives zero, NaN input is named or skipped", "[gpu]
   CHECK(out[0].norm() > 1.0);
 }
 
+TEST_CASE("GPU NS: a norm that overflows normalize_dtype is an error naming the matrix, as in the reference", "[gpu]") {
+  if (skip_without_gpu()) return;
+  NsConfig ns = config("torch", NsImpl::standard);
+  ns.normalize_dtype = DType::fp16;  // ends at 65504; this matrix's norm is about 78000
+  const Eigen::MatrixXd g = verify::gaussian_matrix(64, 96, 5);
+  const Eigen::MatrixXd big = 1000.0 * g;
+  const Eigen::MatrixXd small = verify::gaussian_matrix(64, 96, 4);
+  CHECK_THROWS_WITH(ref::newton_schulz(big, ns, ref::Rounding::emulate), Catch::Contains("overflows normalize_dtype fp16"));
+  for (const NonfinitePolicy policy : {NonfinitePolicy::error, NonfinitePolicy::skip}) {
+    cuda::NsEngineOptions o;
+    o.non_finite = policy;  // skip is for NaN/Inf steps; an overflow is a config error either way
+    cuda::NsEngine engine(nullptr, o);
+    CHECK_THROWS_WITH(verify::gpu_newton_schulz(engine, {small, big}, ns, NsImpl::standard, DType::fp32, {"q", "big_w"}),
+                      Catch::Contains("overflows normalize_dtype fp16") && Catch::Contains("big_w"));
+  }
+  // With an fp32 normalisation the same matrix is fine and matches the reference.
+  ns.normalize_dtype = DType::fp32;
+  const Eigen::VectorXd sigma = Eigen::BDCSVD<Eigen::MatrixXd>(g).singularValues();
+  cuda::NsEngine engine;
+  const auto out = verify::gpu_newton_schulz(engine, {big}, ns, NsImpl::standard, DType::fp32);
+  CHECK(rel(out[0], ref::newton_schulz(big, ns, ref::Rounding::emulate)) <
+        2 * verify::rounding_tolerance(ns, sigma(0) / sigma(sigma.size() - 1)));
+}
+
 TEST_CASE("GPU autotuner gates, picks a passing winner and caches it by GPU name", "[gpu]") {
   if (skip_without_gpu()) return;
   const std::string cache = (std::filesystem::temp_directory_path() / "dmuon_test_tune.json").string();
