@@ -1,6 +1,7 @@
 #include "harness/dmuon_bench_step.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
@@ -41,7 +42,7 @@ bool parse(int argc, char** argv, Args& a) {
       ("warmup", po::value(&a.bench.warmup)->default_value(a.bench.warmup), "untimed iterations")
       ("iterations", po::value(&a.bench.iterations)->default_value(a.bench.iterations), "timed iterations")
       ("timeout", po::value(&a.bench.timeout_seconds)->default_value(a.bench.timeout_seconds),
-       "seconds a phase may take before the job aborts")
+       "seconds the NCCL bootstrap, communicator set-up or a step phase may take before the job aborts")
       ("ns-impl", po::value(&a.bench.ns_impl)->default_value(a.bench.ns_impl), "automatic | standard | symmetric | gram ...")
       ("tune-cache", po::value(&a.bench.tune_cache_file), "NS autotune cache (JSON)")
       ("max-batch", po::value(&a.max_batch)->default_value(a.max_batch), "same-shape matrices per batched NS call")
@@ -56,6 +57,11 @@ bool parse(int argc, char** argv, Args& a) {
   }
   po::notify(vm);
   if (a.backend != "nccl") throw Error("--backend: '" + a.backend + "' cannot measure a step (available: nccl)");
+  // 0 or a negative number would abort every phase at once, NaN would never abort one.
+  if (!(a.bench.timeout_seconds > 0) || !std::isfinite(a.bench.timeout_seconds))
+    throw Error("--timeout: must be a positive number of seconds, got " + std::to_string(a.bench.timeout_seconds));
+  if (a.bench.warmup < 0) throw Error("--warmup: must be >= 0, got " + std::to_string(a.bench.warmup));
+  if (a.bench.iterations < 1) throw Error("--iterations: must be >= 1, got " + std::to_string(a.bench.iterations));
   for (int i = 0; i < argc; ++i) a.command += (i ? " " : "dmuon-bench ") + std::string(argv[i]);
   return true;
 }
@@ -182,6 +188,7 @@ int step_command(int argc, char** argv) {
   try {
     lo.launcher = exec::parse_launcher(a.launcher, "--launcher");
     lo.barrier_timeout_seconds = a.bench.timeout_seconds;
+    lo.bootstrap_timeout_seconds = a.bench.timeout_seconds;
   } catch (const Error& e) {
     std::cerr << "dmuon-bench step: " << e.what() << "\n";
     return 2;

@@ -99,7 +99,7 @@ ncclUniqueId unique_id_via_file(const RankIdentity& me, const std::string& path,
   }
 }
 
-std::vector<std::string> run_local_ranks(int world,
+std::vector<std::string> run_local_ranks(int world, double setup_timeout_seconds,
                                          const std::function<void(RankComms&, std::atomic<bool>&)>& body) {
   int devices = 0;
   DMUON_CUDA_CHECK(cudaGetDeviceCount(&devices));
@@ -115,7 +115,7 @@ std::vector<std::string> run_local_ranks(int world,
   for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
       try {
-        RankComms comms(r, world, r, id);
+        RankComms comms(r, world, r, id, setup_timeout_seconds);
         try {
           body(comms, peer_failed);
         } catch (...) {

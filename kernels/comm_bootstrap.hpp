@@ -34,7 +34,8 @@ ncclUniqueId unique_id_via_file(const RankIdentity& me, const std::string& path,
 // Single-process mode: one thread per rank (rank r drives device r), each with its own
 // RankComms, running `body`. When a rank throws, `peer_failed` is raised so the others stop
 // waiting and abort; returns each rank's error message ("" for a rank that finished).
-std::vector<std::string> run_local_ranks(int world, const std::function<void(RankComms&, std::atomic<bool>& peer_failed)>& body);
+// `setup_timeout_seconds` bounds communicator set-up (RankComms).
+std::vector<std::string> run_local_ranks(int world, double setup_timeout_seconds, const std::function<void(RankComms&, std::atomic<bool>& peer_failed)>& body);
 
 // Every rank's `values` (same length on every rank), concatenated in rank order, on every rank:
 // an all-gather over the world communicator (collective; also a barrier). Waits by polling, as

@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "kernels/comm_check.hpp"
+#include "kernels/comm_watchdog.hpp"
 #include "kernels/cuda_check.hpp"
 
 namespace dmuon::comm {
@@ -23,12 +24,15 @@ bool is_whole_world(const std::vector<int>& ranks, int world) {
 
 }  // namespace
 
-RankComms::RankComms(int rank, int world, int device, const ncclUniqueId& id) : rank_(rank), world_(world), device_(device) {
+RankComms::RankComms(int rank, int world, int device, const ncclUniqueId& id, double setup_timeout_seconds)
+    : rank_(rank), world_(world), device_(device), setup_timeout_seconds_(setup_timeout_seconds) {
   if (world < 1 || rank < 0 || rank >= world) {
     throw Error("comm: rank " + std::to_string(rank) + " outside a world of " + std::to_string(world));
   }
   DMUON_CUDA_CHECK(cudaSetDevice(device));
   try {
+    const SetupWatchdog watchdog(setup_timeout_seconds_, "rank " + std::to_string(rank) + ": creating the world communicator of " +
+                                                             std::to_string(world) + " ranks");
     DMUON_NCCL_CHECK(ncclCommInitRank(&world_comm_, world, id, rank));
   } catch (const Error& e) {
     throw Error("rank " + std::to_string(rank) + ": creating the world communicator: " + e.what());
@@ -64,6 +68,8 @@ void RankComms::prepare(const Plan& plan) {
     ncclComm_t c = nullptr;
     const int key = member ? static_cast<int>(it - members.begin()) : 0;
     try {
+      const SetupWatchdog watchdog(setup_timeout_seconds_, "rank " + std::to_string(rank_) + ": splitting group '" +
+                                                               plan.groups[static_cast<std::size_t>(g)].name + "'");
       DMUON_NCCL_CHECK(ncclCommSplit(world_comm_, member ? 0 : NCCL_SPLIT_NOCOLOR, key, &c, nullptr));
     } catch (const Error& e) {
       throw Error("rank " + std::to_string(rank_) + ": splitting group '" + plan.groups[static_cast<std::size_t>(g)].name +

@@ -17,7 +17,9 @@ namespace dmuon::comm {
 class RankComms {
  public:
   // Collective over the world: every rank calls it with the same id. Sets the CUDA device.
-  RankComms(int rank, int world, int device, const ncclUniqueId& id);
+  // `setup_timeout_seconds` bounds this and every prepare(): a peer that never joins ends the
+  // process with exit status 1 and a message (kernels/comm_watchdog.hpp); <= 0: no bound.
+  RankComms(int rank, int world, int device, const ncclUniqueId& id, double setup_timeout_seconds);
   ~RankComms();
   RankComms(const RankComms&) = delete;
   RankComms& operator=(const RankComms&) = delete;
@@ -45,6 +47,7 @@ class RankComms {
 
  private:
   int rank_, world_, device_;
+  double setup_timeout_seconds_;
   ncclComm_t world_comm_ = nullptr;
   std::map<std::vector<int>, ncclComm_t> by_members_;  // group ranks -> communicator (members only)
   bool aborted_ = false;

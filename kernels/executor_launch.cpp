@@ -82,7 +82,7 @@ int launch_ranks(const LaunchOptions& options, int* argc, char*** argv, const st
       const ncclUniqueId id = mpi.broadcast_unique_id();
       int code = 0;
       {
-        comm::RankComms comms(me.rank, me.world, me.device, id);
+        comm::RankComms comms(me.rank, me.world, me.device, id, options.bootstrap_timeout_seconds);
         code = run_one(comms, options.barrier_timeout_seconds, body);
       }
       if (code != 0) mpi.abort_job(code);  // the other processes must not wait for this one
@@ -99,12 +99,12 @@ int launch_ranks(const LaunchOptions& options, int* argc, char*** argv, const st
         throw Error("--launcher env: neither DMUON_RANK nor an mpirun/srun rank variable is set");
       }
       const ncclUniqueId id = comm::unique_id_via_file(me, file, options.bootstrap_timeout_seconds);
-      comm::RankComms comms(me.rank, me.world, me.device, id);
+      comm::RankComms comms(me.rank, me.world, me.device, id, options.bootstrap_timeout_seconds);
       return run_one(comms, options.barrier_timeout_seconds, body);
     }
     int world = options.threads_world;
     if (world <= 0) DMUON_CUDA_CHECK(cudaGetDeviceCount(&world));
-    const auto errors = comm::run_local_ranks(world, [&](comm::RankComms& comms, std::atomic<bool>& failed) {
+    const auto errors = comm::run_local_ranks(world, options.bootstrap_timeout_seconds, [&](comm::RankComms& comms, std::atomic<bool>& failed) {
       RankHandle h(comms, &failed, options.barrier_timeout_seconds);
       body(h);
     });

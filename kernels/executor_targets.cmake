@@ -11,6 +11,7 @@ find_package(MPI QUIET COMPONENTS CXX)  # the C API through the CXX component: t
 
 add_library(dmuon_executor
   comm_world.cpp
+  comm_watchdog.cpp
   comm_bootstrap.cpp
   mpi_bootstrap.cpp
   executor_buffers.cpp

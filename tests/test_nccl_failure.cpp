@@ -152,3 +152,19 @@ TEST_CASE("a rank killed mid-step makes the other exit non-zero naming rank and 
   CHECK(log.find("did not complete") != std::string::npos);
   CHECK((log.find(" op ") != std::string::npos || log.find("barrier") != std::string::npos));
 }
+
+TEST_CASE("a rank that never joins: the other exits non-zero at the set-up deadline, no hang", "[gpu][nccl]") {
+  // One GPU is enough: rank 1 of the two is never started (it died before NCCL init), so
+  // rank 0 waits inside ncclCommInitRank, which no error or abort can interrupt.
+  if (dmuon::cuda::visible_devices().empty()) {
+    std::cout << "SKIP NCCL never-joined test: " << dmuon::cuda::no_device_reason() << "\n";
+    return;
+  }
+  const std::string dir = fresh_dir("join-test");
+  Child r0 = spawn_rank(0, dir + "/nccl-id", dir + "/rank0.log");
+  const int status = wait_for(r0.pid, 90);  // --timeout 20 bounds the set-up too
+  if (status == -1) kill(r0.pid, SIGKILL);
+  require_failed_exit(r0, status, 0);
+  CHECK(read_file(r0.log).find("rank 0: creating the world communicator of 2 ranks did not finish within 20 s") !=
+        std::string::npos);
+}
