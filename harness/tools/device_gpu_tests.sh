@@ -1,0 +1,29 @@
+#!/bin/bash
+# One device call: build every target the GPU machine can build (no SimGrid there), then run the
+# whole CTest suite (GPU tests run for real; CPU tests too) and dmuon-verify on both GPU backends.
+# Run from the repository root on the GPU machine with $OUT set; writes $OUT/run.log,
+# $OUT/ctest.txt, $OUT/verify-cuda.json and $OUT/verify-nccl.json. Needs .boost-po
+# (bash ../shared/tools/stage-boost-po.sh .boost-po) carried along.
+set -o pipefail
+OUT=${OUT:?set OUT}
+LOG=$OUT/run.log
+say() { echo "== $(date -u +%FT%TZ) $*" | tee -a "$LOG"; }
+say "machine: $(git rev-parse --short HEAD 2>/dev/null) $(git status --short | wc -l) changed files"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >> "$LOG" 2>&1
+say "configure + build"
+cmake -S . -B build-dev -DCMAKE_BUILD_TYPE=Release -DDMUON_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+  -DBOOST_ROOT=$PWD/.boost-po -DBoost_NO_SYSTEM_PATHS=ON -DBoost_USE_STATIC_LIBS=ON > $OUT/build.txt 2>&1 &&
+  cmake --build build-dev -j16 >> $OUT/build.txt 2>&1 || { tail -60 $OUT/build.txt >> "$LOG"; say "BUILD FAILED"; exit 1; }
+say "ctest"
+ctest --test-dir build-dev -j4 --timeout 900 --output-on-failure > $OUT/ctest.txt 2>&1
+echo "ctest exit $?" >> "$LOG"
+grep -E "tests passed|Failed|\*\*\*|Test +#" $OUT/ctest.txt | tail -60 >> "$LOG"
+grep -h "^SKIP" build-dev/Testing/Temporary/LastTest.log | sort | uniq -c >> "$LOG"
+say "dmuon-verify --backend cuda"
+./build-dev/harness/dmuon-verify --backend cuda --json $OUT/verify-cuda.json > /tmp/verify-cuda.txt 2>&1
+echo "verify cuda exit $?" >> "$LOG"; tail -3 /tmp/verify-cuda.txt >> "$LOG"
+say "dmuon-verify --backend nccl"
+./build-dev/harness/dmuon-verify --backend nccl --json $OUT/verify-nccl.json > /tmp/verify-nccl.txt 2>&1
+echo "verify nccl exit $?" >> "$LOG"; tail -3 /tmp/verify-nccl.txt >> "$LOG"
+say "done"
+tail -c 9000 "$LOG"
