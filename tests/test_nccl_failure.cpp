@@ -16,6 +16,7 @@
 
 #include "catch_compat.hpp"
 #include "kernels/device_query.hpp"
+#include "run_command.hpp"
 
 namespace {
 
@@ -167,4 +168,18 @@ TEST_CASE("a rank that never joins: the other exits non-zero at the set-up deadl
   require_failed_exit(r0, status, 0);
   CHECK(read_file(r0.log).find("rank 0: creating the world communicator of 2 ranks did not finish within 20 s") !=
         std::string::npos);
+}
+
+TEST_CASE("dmuon-bench step refuses a timeout that could never abort or always would, before any GPU work", "[nccl][cli]") {
+  // Runs without a GPU: the flags are checked before the launcher starts.
+  const std::string scenario = std::string(DMUON_SOURCE_DIR) + "/scenarios/verify-small.yaml";
+  for (const char* bad : {"0", "-5", "nan", "inf"}) {
+    const CommandOutcome o = run_command(DMUON_BENCH_EXE, "step --scenario " + scenario + " --timeout " + std::string(bad));
+    INFO(o.output);
+    CHECK(o.exit_code == 2);
+    CHECK(o.output.find("--timeout: must be a positive number of seconds, got") != std::string::npos);
+  }
+  const CommandOutcome o = run_command(DMUON_BENCH_EXE, "step --scenario " + scenario + " --iterations 0");
+  CHECK(o.exit_code == 2);
+  CHECK(o.output.find("--iterations: must be >= 1, got 0") != std::string::npos);
 }
