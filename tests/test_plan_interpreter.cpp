@@ -8,11 +8,10 @@
 #include <vector>
 
 #include "catch_compat.hpp"
+#include "harness/verify/distributed_checks.hpp"
 #include "core/error.hpp"
-#include "core/model_yaml.hpp"
 #include "core/plan_builders.hpp"
 #include "core/routing.hpp"
-#include "core/yaml_reader.hpp"
 #include "reference/model_step.hpp"
 #include "reference/plan_interpreter.hpp"
 
@@ -24,15 +23,9 @@ using RankParams = std::vector<Params>;  // [rank][param]
 
 namespace {
 
-// The model of test_plan.cpp: two dense layers and an MoE layer with 6 experts, biases, norms.
-ModelSpec tiny_model() {
-  const char* text = R"(name: tiny
-dtype: bf16
-transformer: {hidden: 32, layers: 3, heads: 4, kv_heads: 2, ffn: 48, vocab: 100, qkv_bias: true,
-              moe: {experts: 6, expert_ffn: 16, dense_layers: 2}}
-)";
-  return parse_model(YamlValue::load_string(text, "tiny.yaml"));
-}
+// The model dmuon-verify --world checks with (two dense layers, an MoE layer with 6 experts,
+// biases and norms): small enough to enumerate.
+ModelSpec tiny_model() { return verify::distributed_test_model(); }
 
 std::vector<int> round_robin_owners(const Routing& r, int positions) {
   std::vector<int> owner;
