@@ -1,5 +1,6 @@
 #include "harness/dmuon_verify_nccl.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <random>
@@ -185,6 +186,80 @@ std::vector<CaseResult> compare_with_reference(const std::string& key, const Fla
   return out;
 }
 
+// A NaN in one Muon gradient and an Inf in one AdamW gradient, on the last rank only, for each
+// strategy (its own job: the failing ranks abort their communicators). Passes when the job ends
+// without a hang, some rank's error names both parameters, every master weight on every rank is
+// finite, and a `nonfinite: skip` config is refused up front naming the key.
+std::vector<CaseResult> nonfinite_cases(const NcclVerifyOptions& o, const ModelSpec& model, const Routing& routing,
+                                        const Flat& initial) {
+  std::size_t muon_param = 0, adamw_param = 0;
+  while (adamw_param < routing.per_param.size() && routing.per_param[adamw_param] != Update::adamw) ++adamw_param;
+  if (routing.muon_matrices.empty() || adamw_param == routing.per_param.size()) return {};
+  muon_param = routing.muon_matrices.front().param;
+  const std::string muon_name = model.params[muon_param].name, adamw_name = model.params[adamw_param].name;
+  std::vector<Flat> grads;
+  for (int r = 0; r < o.world; ++r) grads.push_back(bf16_exact_grads(model, o.seed + 77u + static_cast<unsigned>(r)));
+  grads.back()[muon_param][3] = std::nan("");
+  grads.back()[adamw_param][0] = INFINITY;
+  const OptimizerConfig config = optimizer_preset("torch");
+  const CostModel cost(device_profile("h200"));
+  const Mesh mesh = make_mesh(1, o.world, "--world");
+  std::vector<CaseResult> out;
+  for (Strategy s : o.strategies) {
+    const Plan plan = plan_step(model, routing, config, s, mesh, cost, {}).plan;
+    std::vector<std::string> errors(static_cast<std::size_t>(o.world));
+    std::vector<int> finite(static_cast<std::size_t>(o.world), 0);
+    exec::LaunchOptions lo;
+    lo.launcher = exec::Launcher::threads;
+    lo.threads_world = o.world;
+    const int code = exec::launch_ranks(lo, nullptr, nullptr, [&](exec::RankHandle& h) {
+      const auto me = static_cast<std::size_t>(h.rank());
+      exec::PlanSession session(h, plan, model, routing, config, {});
+      session.set_params(initial);
+      try {
+        session.step(grads[me]);
+      } catch (const Error& e) {
+        errors[me] = e.what();  // no collective follows: the peers finished their matching ops
+      }
+      bool ok = true;
+      for (const auto& u : session.updated_masters()) {
+        for (double w : u.master) ok = ok && std::isfinite(w);
+      }
+      finite[me] = ok;
+    });
+    std::string all_errors;
+    for (const auto& e : errors) all_errors += e.empty() ? "" : (all_errors.empty() ? "" : " | ") + e;
+    CaseResult r = named("nccl/nonfinite/" + std::string(to_string(s)));
+    r.metric = "message";
+    const bool all_finite = std::all_of(finite.begin(), finite.end(), [](int f) { return f == 1; });
+    r.passed = code == 0 && all_finite && all_errors.find("'" + muon_name + "'") != std::string::npos &&
+               all_errors.find("'" + adamw_name + "'") != std::string::npos;
+    r.detail = (all_finite ? "weights finite; " : "a NaN/Inf reached the weights; ") +
+               (all_errors.empty() ? std::string("no rank reported the non-finite gradients") : all_errors);
+    out.push_back(r);
+  }
+  OptimizerConfig skip = config;
+  skip.adamw.nonfinite = NonfinitePolicy::skip;
+  const Plan plan = plan_step(model, routing, skip, Strategy::dedicated, mesh, cost, {}).plan;
+  std::string refusal;
+  exec::LaunchOptions lo;
+  lo.launcher = exec::Launcher::threads;
+  lo.threads_world = o.world;
+  (void)exec::launch_ranks(lo, nullptr, nullptr, [&](exec::RankHandle& h) {
+    try {
+      exec::PlanSession session(h, plan, model, routing, skip, {});
+    } catch (const Error& e) {
+      if (h.rank() == 0) refusal = e.what();
+    }
+  });
+  CaseResult r = named("nccl/nonfinite/skip-refused");
+  r.metric = "message";
+  r.passed = refusal.find("optimizer.adamw.nonfinite: 'skip' is not supported by the NCCL executor") != std::string::npos;
+  r.detail = refusal.empty() ? "the skip policy was accepted" : refusal;
+  out.push_back(r);
+  return out;
+}
+
 }  // namespace
 
 std::vector<CaseResult> run_nccl_cases(const NcclVerifyOptions& o) {
@@ -247,6 +322,7 @@ std::vector<CaseResult> run_nccl_cases(const NcclVerifyOptions& o) {
     }
     for (auto& r : compare_with_reference(job.key, got, model, routing, configs.at(preset), initial, grads)) out.push_back(r);
   }
+  for (auto& r : nonfinite_cases(o, model, routing, initial)) out.push_back(r);
   return out;
 }
 

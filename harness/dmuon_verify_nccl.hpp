@@ -1,7 +1,8 @@
 // dmuon-verify --backend nccl: every strategy's Plan run by the NCCL executor on 2 GPUs (single-
 // process mode), two steps, against the single-device reference in storage-rounding mode, within
 // the NS engine's accuracy gate (the [C] tolerance); and `dedicated` on 2 GPUs bitwise equal to
-// the same kernels on 1 GPU.
+// the same kernels on 1 GPU; and per strategy, a NaN and an Inf gradient on one rank end the
+// job with the parameters named and no NaN in any weight.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -18,7 +18,7 @@ namespace dmuon::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kMaxTensorsPerLaunch = 40;  // 40 * 48 bytes of addresses stay inside the 4 KiB argument limit
+constexpr int kMaxTensorsPerLaunch = 40;  // 40 * 56 bytes of addresses stay inside the 4 KiB argument limit
 
 __device__ __forceinline__ float load(const void* p, int dtype, long i) { return load_element(p, dtype, i); }
 __device__ __forceinline__ void store(void* p, int dtype, long i, float v) { store_element(p, dtype, i, v); }
@@ -28,11 +28,23 @@ struct MomentumParams {
   int ema, nesterov, grad_dtype, out_dtype;
 };
 
-__global__ void momentum_kernel(const void* grad, float* momentum, void* out, long n, MomentumParams p) {
+// The rare path of a non-finite gradient element: count it, apply nothing.
+__device__ __forceinline__ bool refuse_nonfinite(float g, unsigned* counter) {
+  if (isfinite(g)) return false;
+  if (counter) atomicAdd(counter, 1u);
+  return true;
+}
+
+__global__ void momentum_kernel(const void* grad, float* momentum, void* out, long n, MomentumParams p,
+                                unsigned* nonfinite) {
   for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<long>(gridDim.x) * blockDim.x) {
     const float g = load(grad, p.grad_dtype, i);
     float M = momentum[i];
+    if (refuse_nonfinite(g, nonfinite)) {
+      store(out, p.out_dtype, i, M);
+      continue;
+    }
     float u;
     if (p.ema) {
       M = fmaf(p.one_minus_mu, g - M, M);  // lerp(M, g, 1-mu)
@@ -72,6 +84,7 @@ __global__ void adamw_kernel(const __grid_constant__ AdamWBatch batch, AdamWPara
   for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < t.numel;
        i += static_cast<long>(gridDim.x) * blockDim.x) {
     const float g = load(t.grad, p.grad_dtype, i);
+    if (refuse_nonfinite(g, t.nonfinite)) continue;
     const float decayed = t.master[i] * p.decay;
     float m = t.exp_avg[i];
     m = fmaf(p.one_minus_b1, g - m, m);
@@ -110,7 +123,7 @@ double size_of(DType d) { return static_cast<double>(bytes_per_element(d)); }
 }  // namespace
 
 void momentum_update(const void* grad, DType grad_dtype, float* momentum, void* ns_input, DType ns_input_dtype,
-                     std::int64_t n, const MuonConfig& cfg, Stream stream) {
+                     std::int64_t n, const MuonConfig& cfg, Stream stream, unsigned* nonfinite) {
   require(cfg.master_dtype == DType::fp32, "momentum_update: master_dtype must be fp32 on the GPU");
   require_16bit_or_fp32(grad_dtype, "momentum_update: grad dtype");
   require_16bit_or_fp32(ns_input_dtype, "momentum_update: ns_input dtype");
@@ -119,7 +132,7 @@ void momentum_update(const void* grad, DType grad_dtype, float* momentum, void* 
   const MomentumParams p{static_cast<float>(cfg.momentum), static_cast<float>(1.0 - cfg.momentum),
                          cfg.momentum_form == MomentumForm::ema, cfg.nesterov, static_cast<int>(grad_dtype),
                          static_cast<int>(ns_input_dtype)};
-  momentum_kernel<<<grid_for(n), kThreads, 0, stream>>>(grad, momentum, ns_input, n, p);
+  momentum_kernel<<<grid_for(n), kThreads, 0, stream>>>(grad, momentum, ns_input, n, p, nonfinite);
   DMUON_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -14,12 +14,18 @@
 
 namespace dmuon::cuda {
 
+// Non-finite gradients: an element whose gradient is NaN or infinite is not applied (its
+// momentum, moments and weight stay as they were; the NS input gets the old momentum) and is
+// counted in `*nonfinite` when that counter is given. The caller reads the counters after the
+// step and reports the parameter (kernels/executor_compute.hpp): never a NaN in the weights.
+//
 // ema: M = lerp(M, g, 1-mu), u = nesterov ? lerp(g, M, mu) : M
 // sum: M = mu M + g,         u = nesterov ? g + mu M      : M
 // grad: grad_dtype (fp32, bf16, fp16); momentum: fp32, updated in place; ns_input: u written
 // in ns_input_dtype (fp32, bf16, fp16), the Newton-Schulz input. cfg.master_dtype must be fp32.
 void momentum_update(const void* grad, DType grad_dtype, float* momentum, void* ns_input,
-                     DType ns_input_dtype, std::int64_t n, const MuonConfig& cfg, Stream stream);
+                     DType ns_input_dtype, std::int64_t n, const MuonConfig& cfg, Stream stream,
+                     unsigned* nonfinite = nullptr);
 
 // W *= 1 - lr*wd (base lr, decoupled), then W -= lr_adj * O, on the fp32 master `master`.
 // ns_output: ns_output_dtype (bf16, fp16 or fp32), the NS result (its layout = master's).
@@ -36,6 +42,7 @@ struct AdamWTensor {
   float* exp_avg_sq = nullptr;  // fp32 v
   void* param_bf16 = nullptr;   // optional bf16 copy-out of the updated weights
   std::int64_t numel = 0;
+  unsigned* nonfinite = nullptr;  // optional device counter of non-finite gradient elements
 };
 
 // torch.optim.AdamW at step number `step` (1 on the first step) for every tensor, in as few

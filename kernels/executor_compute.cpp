@@ -1,5 +1,6 @@
 #include "kernels/executor_compute.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -21,8 +22,8 @@ DType dtype_of(ElementType t) {
 
 constexpr int K(BufferKind b) { return static_cast<int>(b); }
 
-// The engine follows the optimizer config's non-finite policy (a NaN gradient is an error naming
-// the matrix, or its update is skipped), whatever the caller's engine options say.
+// The engine follows the optimizer config's non-finite policy (the executor accepts only
+// `error`: kernels/nccl_executor.hpp), whatever the caller's engine options say.
 cuda::NsEngineOptions engine_options(cuda::NsEngineOptions options, const OptimizerConfig& config) {
   options.non_finite = config.muon.nonfinite;
   return options;
@@ -37,10 +38,27 @@ ComputeRunner::ComputeRunner(const ModelSpec& model, const Routing& routing, con
       lr_adjusted_(model.params.size(), std::numeric_limits<double>::quiet_NaN()) {
   for (const MuonMatrix& m : routing.muon_matrices) lr_adjusted_.at(m.param) = adjusted_lr(config.muon, m.rows, m.cols);
   for (const ParamSpec& p : model.params) names_.push_back(p.name);
+  const std::size_t counters = std::max<std::size_t>(1, names_.size()) * sizeof(unsigned);
+  DMUON_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&nonfinite_), counters));
+  DMUON_CUDA_CHECK(cudaMemsetAsync(nonfinite_, 0, counters, stream_));
 }
 
 ComputeRunner::~ComputeRunner() {
   if (staging_) (void)cudaFree(staging_);
+  if (nonfinite_) (void)cudaFree(nonfinite_);
+}
+
+std::string ComputeRunner::nonfinite_gradients() {
+  std::vector<unsigned> counts(names_.size());
+  if (counts.empty()) return "";
+  DMUON_CUDA_CHECK(cudaMemcpyAsync(counts.data(), nonfinite_, counts.size() * sizeof(unsigned), cudaMemcpyDeviceToHost, stream_));
+  DMUON_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  std::string out;
+  for (std::size_t p = 0; p < counts.size(); ++p) {
+    if (counts[p] == 0) continue;
+    out += (out.empty() ? "'" : ", '") + names_[p] + "' (" + std::to_string(counts[p]) + " elements)";
+  }
+  return out;
 }
 
 void* ComputeRunner::staging(std::size_t bytes) {
@@ -63,7 +81,8 @@ void ComputeRunner::launch(const Op& op, DeviceBuffers& b, long adam_step, const
         if (r.count == 0) continue;
         cuda::momentum_update(b.at(BufferKind::grad, r, where), dtype_of(b.type(K(BufferKind::grad))),
                               static_cast<float*>(b.at(BufferKind::momentum, r, where)), b.at(BufferKind::ns_input, r, where),
-                              dtype_of(b.type(K(BufferKind::ns_input))), r.count, config_.muon, stream_);
+                              dtype_of(b.type(K(BufferKind::ns_input))), r.count, config_.muon, stream_,
+                              nonfinite_ + r.param);
       }
       return;
     case OpKind::newton_schulz: newton_schulz(op, b, where); return;
@@ -94,6 +113,7 @@ void ComputeRunner::launch_adamw(const std::vector<const Op*>& ops, DeviceBuffer
       x.exp_avg = static_cast<float*>(b.at(BufferKind::adam_m, r, where));
       x.exp_avg_sq = static_cast<float*>(b.at(BufferKind::adam_v, r, where));
       x.param_bf16 = b.at(BufferKind::param, r, where);
+      x.nonfinite = nonfinite_ + r.param;
       x.numel = r.count;
       tensors.push_back(x);
     }

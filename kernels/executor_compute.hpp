@@ -36,6 +36,12 @@ class ComputeRunner {
   // Several adamw ops as one multi-tensor launch (same numbers as one launch per op).
   void launch_adamw(const std::vector<const Op*>& ops, DeviceBuffers& buffers, long adam_step, const std::string& where);
 
+  // The gradients with NaN or infinite elements this runner has met, as
+  // "'name' (N elements), ..." ("" when none). The fused kernels count those elements per
+  // parameter and leave them unapplied; this reads the counts (synchronising the compute
+  // stream), so call it after a step, not inside one.
+  std::string nonfinite_gradients();
+
   // Staging bytes held for batches whose matrices are not back to back (0 when none were).
   std::size_t staging_bytes() const { return staging_bytes_; }
   int staged_calls() const { return staged_calls_; }
@@ -51,6 +57,7 @@ class ComputeRunner {
   cuda::NsEngine engine_;
   std::vector<double> lr_adjusted_;  // per parameter, the Muon lr multiplier (NaN: not Muon)
   std::vector<std::string> names_;
+  unsigned* nonfinite_ = nullptr;  // device, one counter per parameter; never reset (any count is fatal)
   void* staging_ = nullptr;
   std::size_t staging_bytes_ = 0;
   int staged_calls_ = 0;

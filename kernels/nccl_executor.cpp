@@ -4,6 +4,7 @@
 #include <chrono>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/plan_fingerprint.hpp"
@@ -88,6 +89,14 @@ RankExecutor::RankExecutor(comm::RankComms& comms, const Plan& plan, const Model
                 " ranks, the job " + std::to_string(comms.world()));
   }
   if (!(options.timeout_seconds > 0)) throw Error("executor: timeout_seconds must be > 0");
+  for (const auto& [key, policy] : {std::pair{"optimizer.nonfinite (Muon)", config.muon.nonfinite},
+                                    std::pair{"optimizer.adamw.nonfinite", config.adamw.nonfinite}}) {
+    if (policy != NonfinitePolicy::error) {
+      throw Error("rank " + std::to_string(comms.rank()) + ": " + key +
+                  ": 'skip' is not supported by the NCCL executor (ranks holding different shards of a "
+                  "parameter would have to agree first); use 'error'");
+    }
+  }
   DMUON_CUDA_CHECK(cudaSetDevice(comms.device()));
   require_same_plan(comms, plan, options.timeout_seconds, peer_failed);
   const auto& ops = plan.ranks[at(comms.rank())];
@@ -179,6 +188,14 @@ RunTiming RankExecutor::run(unsigned phases, long adam_step, bool time_ops) {
   DMUON_CUDA_CHECK(cudaEventRecord(events_->comm_end, comm_));
   DMUON_CUDA_CHECK(cudaEventRecord(events_->compute_end, compute_));
   wait(phases);
+  if (phases & kOptimizer) {
+    // Every op of the phase completed, the peers' matching collectives too: nothing is left
+    // waiting on this rank, so the communicators stay intact for the caller's failure path.
+    if (const std::string bad = compute_runner_->nonfinite_gradients(); !bad.empty()) {
+      throw Error("rank " + std::to_string(rank()) + ": non-finite gradient values (NaN or Inf) in " + bad +
+                  "; those elements were not applied (optimizer nonfinite: error)");
+    }
+  }
   RunTiming t;
   t.seconds = std::max(elapsed_seconds(events_->t0, events_->compute_end), elapsed_seconds(events_->t0, events_->comm_end));
   if (time_ops) {

@@ -7,6 +7,11 @@
 // then waits by polling: CUDA events, NCCL asynchronous errors, a peer's failure (single-process
 // mode) and a deadline. Any of those aborts the communicators and throws one dmuon::Error line
 // naming the rank and the earliest op that did not complete.
+//
+// Non-finite gradients: only `nonfinite: error` is run (skipping a sharded parameter would need
+// every rank to agree on it first). The fused optimizer kernels leave NaN/Inf gradient elements
+// unapplied and count them; a run() that met any throws, after its ops completed, naming the
+// parameters: the job ends with no NaN in any weight.
 #pragma once
 #include <atomic>
 #include <memory>

@@ -128,3 +128,59 @@ TEST_CASE("GPU multi-tensor AdamW over more tensors than one launch holds", "[gp
     CHECK(max_rel(v[i].read(), vr) < 1e-5);
   }
 }
+
+TEST_CASE("GPU momentum and AdamW leave NaN/Inf gradient elements unapplied and count them", "[gpu]") {
+  if (skip_without_gpu()) return;
+  const long n = 4099;
+  std::vector<double> g = random(n, 21);
+  const std::vector<long> bad = {0, 17, 4098};
+  g[0] = std::nan("");
+  g[17] = INFINITY;
+  g[4098] = -INFINITY;
+  cuda::DeviceBuffer counters(2 * sizeof(unsigned), "counters");
+  const unsigned zero[2] = {0, 0};
+  counters.upload(zero, sizeof zero);
+  unsigned* count = counters.as<unsigned>();
+
+  MuonConfig mc;
+  Tensor grad(g, DType::bf16), mom(random(n, 22, 0.1), DType::fp32), u(std::vector<double>(n), DType::fp32);
+  cuda::momentum_update(grad.device.get(), DType::bf16, mom.device.as<float>(), u.device.get(), DType::fp32, n, mc,
+                        nullptr, count);
+  AdamWConfig ac;
+  ac.weight_decay = 0.1;
+  Tensor w(random(n, 23), DType::fp32), m(random(n, 24, 0.01), DType::fp32), v(random(n, 25, 0.0), DType::fp32);
+  cuda::AdamWTensor t{w.device.as<float>(), grad.device.get(), m.device.as<float>(), v.device.as<float>(), nullptr, n,
+                      count + 1};
+  cuda::adamw_multi_tensor({t}, DType::bf16, 1, ac, nullptr);
+  cuda::synchronize(nullptr);
+
+  unsigned counted[2] = {0, 0};
+  counters.download(counted, sizeof counted);
+  CHECK(counted[0] == 3);
+  CHECK(counted[1] == 3);
+  // Finite elements as the reference computes them; the three bad ones exactly as they were.
+  std::vector<double> m_ref = mom.host, u_ref(n), w_ref = w.host, am_ref = m.host, av_ref = v.host;
+  std::vector<double> g_ok = grad.host;
+  for (long i : bad) g_ok[i] = 0;
+  ref::momentum_elementwise(g_ok.data(), m_ref.data(), u_ref.data(), n, mc, ref::Rounding::emulate);
+  ref::adamw_elementwise(w_ref.data(), g_ok.data(), am_ref.data(), av_ref.data(), n, 1, ac, ref::Rounding::emulate);
+  const auto mom_got = mom.read(), u_got = u.read(), w_got = w.read(), m_got = m.read(), v_got = v.read();
+  for (long i : bad) {
+    INFO("element " << i);
+    CHECK(mom_got[i] == mom.host[i]);
+    CHECK(u_got[i] == mom.host[i]);
+    CHECK(w_got[i] == w.host[i]);
+    CHECK(m_got[i] == m.host[i]);
+    CHECK(v_got[i] == v.host[i]);
+    m_ref[i] = mom.host[i];
+    u_ref[i] = mom.host[i];
+    w_ref[i] = w.host[i];
+    am_ref[i] = m.host[i];
+    av_ref[i] = v.host[i];
+  }
+  CHECK(max_rel(mom_got, m_ref) < 1e-5);
+  CHECK(max_rel(u_got, u_ref) < 1e-5);
+  CHECK(max_rel(w_got, w_ref) < 1e-5);
+  CHECK(max_rel(m_got, am_ref) < 1e-5);
+  CHECK(max_rel(v_got, av_ref) < 1e-5);
+}
