@@ -16,7 +16,9 @@ configure() {
     cmake --build "$1/build-dev" -j16 --target dmuon-bench > /dev/null
 }
 say "build base $base and the working tree"
-rm -rf /tmp/ab-base && git worktree add -f /tmp/ab-base "$base" > /dev/null 2>&1 || { say "no worktree for $base"; exit 1; }
+if [ "$(git -C /tmp/ab-base rev-parse HEAD 2>/dev/null)" != "$(git rev-parse "$base" 2>/dev/null)" ]; then
+  rm -rf /tmp/ab-base && git worktree add -f /tmp/ab-base "$base" > /dev/null 2>&1 || { say "no worktree for $base"; exit 1; }
+fi
 configure /tmp/ab-base || { say "base build failed"; exit 1; }
 configure "$PWD" || { say "working-tree build failed"; exit 1; }
 scenario=$(realpath "$scenario")
