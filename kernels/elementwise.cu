@@ -31,7 +31,8 @@ struct MomentumParams {
 // Non-finite gradient elements, counted and not applied. Measured on H200 (reports/
 // reliability.md): momentum keeps its bandwidth with selects and one count per thread after the
 // loop; AdamW lost 11% with a branch in its loop and 23% with the select form, so it keeps the
-// branch (the cause is not understood yet: not registers or waves, grid size did not change it).
+// branch. Why selects cost AdamW more is not understood: a grid sized by the occupancy API
+// (instead of 8 blocks per SM) did not change it.
 __device__ __forceinline__ bool refuse_nonfinite(float g, unsigned* counter) {
   if (isfinite(g)) return false;
   if (counter) atomicAdd(counter, 1u);
