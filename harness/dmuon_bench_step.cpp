@@ -1,11 +1,9 @@
 #include "harness/dmuon_bench_step.hpp"
 
 #include <chrono>
-#include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
-#include <sstream>
 
 #include <boost/program_options.hpp>
 
@@ -58,14 +56,7 @@ bool parse(int argc, char** argv, Args& a) {
   }
   po::notify(vm);
   if (a.backend != "nccl") throw Error("--backend: '" + a.backend + "' cannot measure a step (available: nccl)");
-  // 0 or a negative number would abort every phase at once, NaN would never abort one.
-  if (!(a.bench.timeout_seconds > 0) || !std::isfinite(a.bench.timeout_seconds)) {
-    std::ostringstream got;
-    got << a.bench.timeout_seconds;
-    throw Error("--timeout: must be a positive number of seconds, got " + got.str());
-  }
-  if (a.bench.warmup < 0) throw Error("--warmup: must be >= 0, got " + std::to_string(a.bench.warmup));
-  if (a.bench.iterations < 1) throw Error("--iterations: must be >= 1, got " + std::to_string(a.bench.iterations));
+  exec::validate(a.bench);
   for (int i = 0; i < argc; ++i) a.command += (i ? " " : "dmuon-bench ") + std::string(argv[i]);
   return true;
 }

@@ -1,6 +1,8 @@
 #include "kernels/executor_bench.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <sstream>
 
 #include "core/error.hpp"
 #include "kernels/cuda_check.hpp"
@@ -43,9 +45,19 @@ void fill_random(DeviceBuffers& b, int rank, std::uint64_t seed) {
 
 }  // namespace
 
+void validate(const BenchOptions& options) {
+  if (!(options.timeout_seconds > 0) || !std::isfinite(options.timeout_seconds)) {
+    std::ostringstream got;
+    got << options.timeout_seconds;
+    throw Error("--timeout: must be a positive number of seconds, got " + got.str());
+  }
+  if (options.warmup < 0) throw Error("--warmup: must be >= 0, got " + std::to_string(options.warmup));
+  if (options.iterations < 1) throw Error("--iterations: must be >= 1, got " + std::to_string(options.iterations));
+}
+
 RankMeasurement measure_plan(RankHandle& rank, const Plan& plan, const ModelSpec& model, const Routing& routing,
                              const OptimizerConfig& config, const BenchOptions& options) {
-  if (options.iterations < 1 || options.warmup < 0) throw Error("bench: iterations must be >= 1 and warmup >= 0");
+  validate(options);
   ExecutorOptions eo;
   eo.timeout_seconds = options.timeout_seconds;
   eo.compute.ns_impl = cuda::parse_ns_impl(options.ns_impl, "--ns-impl");

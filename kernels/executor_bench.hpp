@@ -36,6 +36,12 @@ struct RankMeasurement {
   int staged_ns_calls = 0;     // NS batches that needed a staging copy (0 when the layout allowed)
 };
 
+// Throws dmuon::Error naming the flag (--timeout, --warmup, --iterations) when `options` cannot
+// be measured with: a timeout that is not a positive finite number of seconds (0 would abort
+// every phase at once, NaN never one), a negative warm-up, fewer than one timed iteration.
+// Host-only: dmuon-bench step calls it before any GPU work; measure_plan calls it too.
+void validate(const BenchOptions& options);
+
 // Collective: every rank calls it with the same plan. Throws dmuon::Error naming the rank and
 // op on a failure (after aborting the communicators).
 RankMeasurement measure_plan(RankHandle& rank, const Plan& plan, const ModelSpec& model, const Routing& routing,
