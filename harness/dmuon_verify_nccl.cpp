@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <random>
 
@@ -65,16 +66,22 @@ struct Job {
   Plan plan;
 };
 
+// `body` on every rank of a `world`-GPU job in this process (one thread a GPU); the launcher's
+// exit code (0: every rank returned).
+int run_in_threads(int world, const std::function<void(exec::RankHandle&)>& body) {
+  exec::LaunchOptions lo;
+  lo.launcher = exec::Launcher::threads;
+  lo.threads_world = world;
+  return exec::launch_ranks(lo, nullptr, nullptr, body);
+}
+
 // Runs every job's plan on `world` GPUs (one job after the other, one communicator setup) and
 // returns, per job, the parameters after the steps (initial values where no rank updated).
 std::map<std::string, Flat> run_jobs(int world, const std::vector<Job>& jobs, const ModelSpec& model, const Routing& routing,
                                      const std::map<std::string, OptimizerConfig>& configs, const Flat& initial,
                                      const std::vector<std::vector<Flat>>& grads, std::map<std::string, std::string>& errors) {
   std::map<std::string, Flat> out;
-  exec::LaunchOptions lo;
-  lo.launcher = exec::Launcher::threads;
-  lo.threads_world = world;
-  const int code = exec::launch_ranks(lo, nullptr, nullptr, [&](exec::RankHandle& h) {
+  const int code = run_in_threads(world, [&](exec::RankHandle& h) {
     for (const Job& job : jobs) {
       const OptimizerConfig& config = configs.at(job.key.substr(job.key.rfind('/') + 1));
       exec::PlanSession session(h, job.plan, model, routing, config, {});
@@ -192,10 +199,10 @@ std::vector<CaseResult> compare_with_reference(const std::string& key, const Fla
 // finite, and a `nonfinite: skip` config is refused up front naming the key.
 std::vector<CaseResult> nonfinite_cases(const NcclVerifyOptions& o, const ModelSpec& model, const Routing& routing,
                                         const Flat& initial) {
-  std::size_t muon_param = 0, adamw_param = 0;
+  std::size_t adamw_param = 0;
   while (adamw_param < routing.per_param.size() && routing.per_param[adamw_param] != Update::adamw) ++adamw_param;
   if (routing.muon_matrices.empty() || adamw_param == routing.per_param.size()) return {};
-  muon_param = routing.muon_matrices.front().param;
+  const std::size_t muon_param = routing.muon_matrices.front().param;
   const std::string muon_name = model.params[muon_param].name, adamw_name = model.params[adamw_param].name;
   std::vector<Flat> grads;
   for (int r = 0; r < o.world; ++r) grads.push_back(bf16_exact_grads(model, o.seed + 77u + static_cast<unsigned>(r)));
@@ -209,10 +216,7 @@ std::vector<CaseResult> nonfinite_cases(const NcclVerifyOptions& o, const ModelS
     const Plan plan = plan_step(model, routing, config, s, mesh, cost, {}).plan;
     std::vector<std::string> errors(static_cast<std::size_t>(o.world));
     std::vector<int> finite(static_cast<std::size_t>(o.world), 0);
-    exec::LaunchOptions lo;
-    lo.launcher = exec::Launcher::threads;
-    lo.threads_world = o.world;
-    const int code = exec::launch_ranks(lo, nullptr, nullptr, [&](exec::RankHandle& h) {
+    const int code = run_in_threads(o.world, [&](exec::RankHandle& h) {
       const auto me = static_cast<std::size_t>(h.rank());
       exec::PlanSession session(h, plan, model, routing, config, {});
       session.set_params(initial);
@@ -242,10 +246,7 @@ std::vector<CaseResult> nonfinite_cases(const NcclVerifyOptions& o, const ModelS
   skip.adamw.nonfinite = NonfinitePolicy::skip;
   const Plan plan = plan_step(model, routing, skip, Strategy::dedicated, mesh, cost, {}).plan;
   std::string refusal;
-  exec::LaunchOptions lo;
-  lo.launcher = exec::Launcher::threads;
-  lo.threads_world = o.world;
-  (void)exec::launch_ranks(lo, nullptr, nullptr, [&](exec::RankHandle& h) {
+  (void)run_in_threads(o.world, [&](exec::RankHandle& h) {
     try {
       exec::PlanSession session(h, plan, model, routing, skip, {});
     } catch (const Error& e) {
