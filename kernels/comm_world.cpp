@@ -30,12 +30,13 @@ RankComms::RankComms(int rank, int world, int device, const ncclUniqueId& id, do
     throw Error("comm: rank " + std::to_string(rank) + " outside a world of " + std::to_string(world));
   }
   DMUON_CUDA_CHECK(cudaSetDevice(device));
+  const std::string what =
+      "rank " + std::to_string(rank) + ": creating the world communicator of " + std::to_string(world) + " ranks";
   try {
-    const SetupWatchdog watchdog(setup_timeout_seconds_, "rank " + std::to_string(rank) + ": creating the world communicator of " +
-                                                             std::to_string(world) + " ranks");
+    const SetupWatchdog watchdog(setup_timeout_seconds_, what);
     DMUON_NCCL_CHECK(ncclCommInitRank(&world_comm_, world, id, rank));
   } catch (const Error& e) {
-    throw Error("rank " + std::to_string(rank) + ": creating the world communicator: " + e.what());
+    throw Error(what + ": " + e.what());
   }
 }
 
@@ -67,13 +68,13 @@ void RankComms::prepare(const Plan& plan) {
     const bool member = it != members.end();
     ncclComm_t c = nullptr;
     const int key = member ? static_cast<int>(it - members.begin()) : 0;
+    const std::string what =
+        "rank " + std::to_string(rank_) + ": splitting group '" + plan.groups[static_cast<std::size_t>(g)].name + "'";
     try {
-      const SetupWatchdog watchdog(setup_timeout_seconds_, "rank " + std::to_string(rank_) + ": splitting group '" +
-                                                               plan.groups[static_cast<std::size_t>(g)].name + "'");
+      const SetupWatchdog watchdog(setup_timeout_seconds_, what);
       DMUON_NCCL_CHECK(ncclCommSplit(world_comm_, member ? 0 : NCCL_SPLIT_NOCOLOR, key, &c, nullptr));
     } catch (const Error& e) {
-      throw Error("rank " + std::to_string(rank_) + ": splitting group '" + plan.groups[static_cast<std::size_t>(g)].name +
-                  "': " + e.what());
+      throw Error(what + ": " + e.what());
     }
     if (member) by_members_[members] = c;
   }
