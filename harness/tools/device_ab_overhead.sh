@@ -10,11 +10,8 @@ OUT=${OUT:?set OUT}
 base=${1:?base commit}; scenario=${2:?scenario}; strategies=${3:-adamw}
 LOG=$OUT/ab.log
 say() { echo "== $(date -u +%FT%TZ) $*" | tee -a "$LOG"; }
-configure() {
-  cmake -S "$1" -B "$1/build-dev" -DCMAKE_BUILD_TYPE=Release -DDMUON_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-    -DBOOST_ROOT=$PWD/.boost-po -DBoost_NO_SYSTEM_PATHS=ON -DBoost_USE_STATIC_LIBS=ON > /dev/null &&
-    cmake --build "$1/build-dev" -j16 --target dmuon-bench > /dev/null
-}
+source "$(dirname "$0")/device_configure.sh"
+configure() { device_configure "$1" > /dev/null && cmake --build "$1/build-dev" -j16 --target dmuon-bench > /dev/null; }
 say "build base $base and the working tree"
 if [ "$(git -C /tmp/ab-base rev-parse HEAD 2>/dev/null)" != "$(git rev-parse "$base" 2>/dev/null)" ]; then
   rm -rf /tmp/ab-base && git worktree add -f /tmp/ab-base "$base" > /dev/null 2>&1 || { say "no worktree for $base"; exit 1; }

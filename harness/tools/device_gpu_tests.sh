@@ -11,8 +11,8 @@ say() { echo "== $(date -u +%FT%TZ) $*" | tee -a "$LOG"; }
 say "machine: $(git rev-parse --short HEAD 2>/dev/null) $(git status --short | wc -l) changed files"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >> "$LOG" 2>&1
 say "configure + build"
-cmake -S . -B build-dev -DCMAKE_BUILD_TYPE=Release -DDMUON_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DBOOST_ROOT=$PWD/.boost-po -DBoost_NO_SYSTEM_PATHS=ON -DBoost_USE_STATIC_LIBS=ON > $OUT/build.txt 2>&1 &&
+source "$(dirname "$0")/device_configure.sh"
+device_configure . > $OUT/build.txt 2>&1 &&
   cmake --build build-dev -j16 >> $OUT/build.txt 2>&1 || { tail -60 $OUT/build.txt >> "$LOG"; say "BUILD FAILED"; exit 1; }
 say "ctest"
 ctest --test-dir build-dev -j4 --timeout 900 --output-on-failure > $OUT/ctest.txt 2>&1

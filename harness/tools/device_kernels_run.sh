@@ -10,8 +10,8 @@ MODELS="--model scenarios/models/qwen2.5-3b.yaml --model scenarios/models/llama3
 say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
 say "machine"; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv >> "$LOG" 2>&1
 say "configure + build"
-cmake -S . -B build-dev -DCMAKE_BUILD_TYPE=Release -DDMUON_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DBOOST_ROOT=$PWD/.boost-po -DBoost_NO_SYSTEM_PATHS=ON -DBoost_USE_STATIC_LIBS=ON > $OUT/build.txt 2>&1 &&
+source "$(dirname "$0")/device_configure.sh"
+device_configure . > $OUT/build.txt 2>&1 &&
 cmake --build build-dev -j16 --target dmuon-verify test_gpu_devices test_gpu_ns_engine test_gpu_elementwise \
   >> $OUT/build.txt 2>&1 || { tail -60 $OUT/build.txt >> "$LOG"; say "BUILD FAILED"; exit 1; }
 cmake --build build-dev -j16 --target dmuon-bench >> $OUT/build.txt 2>&1 || { tail -40 $OUT/build.txt >> "$LOG"; say "dmuon-bench BUILD FAILED"; }
