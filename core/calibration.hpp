@@ -12,6 +12,7 @@
 #include "core/device_profile.hpp"
 #include "core/dtype.hpp"
 #include "core/ns_flops.hpp"
+#include "core/plan.hpp"
 
 namespace dmuon {
 
@@ -31,6 +32,55 @@ struct ElementwiseRates {
   std::optional<double> momentum_GBps, update_GBps, adamw_GBps;
 };
 
+// A measured size curve: (x, seconds) points with x strictly increasing (bytes for collectives
+// and elementwise kernels). Between points the time is interpolated as a power law (linear in
+// log(x) vs log(seconds)); below the first point the first point's time (a launch/latency
+// floor); above the last point the last point's rate (seconds proportional to x).
+struct SizeCurve {
+  std::vector<std::pair<double, double>> points;
+  double seconds_at(double x) const;
+  bool empty() const { return points.empty(); }
+};
+
+// One elementwise kernel family timed against size by `dmuon-bench calibrate` (bytes as the
+// CostModel helpers count them; copy: bytes read + written of a device-to-device copy).
+struct ElementwiseCurves {
+  SizeCurve momentum, muon_update, adamw, copy;
+};
+
+// One NCCL collective timed on one communicator shape, 4 KiB to 1 GiB: x = nccl-tests "size"
+// (the payload_bytes convention of core/plan_cost.hpp), seconds = one call's time.
+struct CollectiveCurve {
+  OpKind kind = OpKind::all_reduce;  // all_to_all = grouped send/recv, every pair
+  int ranks = 1;                     // communicator size
+  int nodes = 1;                     // nodes it spans (1: NVLink / local only)
+  SizeCurve curve;
+};
+
+// Forward/backward building blocks measured on the GPU (harness/tools/measure_layers.py, on
+// PyTorch): enough to price a transformer block of a model never measured.
+struct GemmTiming {    // a bf16 linear layer y = x W^T, x: tokens x in_features
+  long tokens = 0, in_features = 0, out_features = 0;
+  double forward_s = 0, backward_s = 0;  // backward: dgrad + wgrad
+};
+struct AttentionTiming {  // causal scaled-dot-product attention (flash), bf16
+  long samples = 0, seq_len = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  double forward_s = 0, backward_s = 0;
+};
+struct LayerTiming {  // one piece of a real model, on the model's own code
+  std::string model;  // model name (ModelSpec::name)
+  std::string part;   // "block" (one decoder layer), "embedding", "head" (final norm + LM head + loss)
+  long micro_batch = 0, seq_len = 0;
+  double forward_s = 0, backward_s = 0;
+};
+struct ForwardBackwardTable {
+  std::string source;  // tool, framework versions, date
+  std::vector<GemmTiming> gemm;
+  std::vector<AttentionTiming> attention;
+  std::vector<LayerTiming> layers;
+  std::optional<double> elementwise_GBps;  // PyTorch's elementwise kernels (norms, activations)
+};
+
 // Calibration file (YAML), written by the GPU benchmark and read by the simulator:
 //   gpu: h100-sxm                 # a device profile name (device_profile.hpp)
 //   source: "dmuon-bench ... 2026-11-20"   # command and date that produced it
@@ -40,6 +90,21 @@ struct ElementwiseRates {
 //     - {rows: 4096, cols: 14336, kernel: gram, dtype: fp16, steps: 5, restarts: [2],
 //        batch: 1, seconds: 0.00412}
 //   elementwise: {momentum_GBps: 2600, update_GBps: 2550, adamw_GBps: 2400}   # optional
+// Keys `dmuon-bench calibrate` adds (each optional):
+//   commit: 73d22eb   date: "2026-11-23 11:02 UTC"   machine: "2 x NVIDIA H200 (driver ...)"
+//   launch_overhead_us: 2.1
+//   elementwise_curves: {momentum: [[bytes, seconds], ...], muon_update: [...], adamw: [...],
+//                        copy: [...]}
+//   collectives:                  # NCCL, one entry per (kind, ranks, nodes)
+//     - {kind: all_gather, ranks: 2, nodes: 1, points: [[4096, 1.2e-05], ...]}
+//   forward_backward:
+//     source: "harness/tools/measure_layers.py ... torch 2.11 ... 2026-11-23"
+//     elementwise_GBps: 2900
+//     gemm: [{tokens: 4096, in: 2048, out: 11008, forward_s: ..., backward_s: ...}, ...]
+//     attention: [{samples: 2, seq_len: 2048, heads: 16, kv_heads: 2, head_dim: 128,
+//                  forward_s: ..., backward_s: ...}, ...]
+//     layers: [{model: qwen2.5-3b, part: block, micro_batch: 2, seq_len: 2048,
+//               forward_s: ..., backward_s: ...}, ...]
 // `restarts` is optional (default none). Reading is strict: unknown or repeated keys,
 // seconds <= 0 and two entries for the same measurement fail with file:line: key.
 struct CalibrationTable {
@@ -49,6 +114,12 @@ struct CalibrationTable {
   double hbm_GBps = 0;
   std::vector<NsMeasurement> ns;
   ElementwiseRates elementwise;
+  // Written by `dmuon-bench calibrate` (all optional, older files have none of them):
+  std::string commit, date, machine;      // git commit, UTC date, "2 x NVIDIA H200" and host facts
+  std::optional<double> launch_overhead_us;  // one small kernel launch, back to back on a stream
+  ElementwiseCurves elementwise_curves;       // key elementwise_curves
+  std::vector<CollectiveCurve> collectives;   // key collectives
+  std::optional<ForwardBackwardTable> forward_backward;  // key forward_backward
 };
 
 CalibrationTable parse_calibration(const YamlValue& root);
