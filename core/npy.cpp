@@ -208,6 +208,31 @@ std::int64_t itemsize_of(const std::string& descr, const std::string& name) {
   fail(name, "unsupported dtype " + quoted + " (supported: '<f4' float32, '<f8' float64)");
 }
 
+// Fortran order stores element (i0, ..., i_{n-1}) at i0 + d0 * (i1 + d1 * (i2 + ...)): the first
+// axis varies fastest, i.e. the strides of C order with the axes reversed. Walks the file's
+// order with an odometer whose first digit turns fastest and puts each value at its C index.
+// The shape was checked against the bytes present, so every index here is in range.
+std::vector<double> fortran_to_c_order(const std::vector<double>& file, const std::vector<std::int64_t>& shape) {
+  const std::size_t rank = shape.size();
+  std::vector<std::size_t> c_stride(rank, 1);
+  for (std::size_t a = rank - 1; a > 0; --a) c_stride[a - 1] = c_stride[a] * static_cast<std::size_t>(shape[a]);
+  std::vector<double> out(file.size());
+  std::vector<std::int64_t> index(rank, 0);
+  std::size_t c = 0;  // C index of `index`, kept up to date as the odometer turns
+  for (double v : file) {
+    out[c] = v;
+    for (std::size_t a = 0; a < rank; ++a) {
+      if (++index[a] < shape[a]) {
+        c += c_stride[a];
+        break;
+      }
+      c -= static_cast<std::size_t>(index[a] - 1) * c_stride[a];
+      index[a] = 0;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 NpyArray parse_npy(std::string_view bytes, const std::string& name) {
@@ -234,7 +259,6 @@ NpyArray parse_npy(std::string_view bytes, const std::string& name) {
 
   const Header h = HeaderParser(bytes.substr(prefix, header_len), name).parse();
   const std::int64_t itemsize = itemsize_of(h.descr, name);
-  if (h.fortran_order) fail(name, "fortran_order is True: C order required");
   const std::optional<std::int64_t> nbytes = checked_nbytes(h.shape, itemsize);
   if (!nbytes) fail(name, "shape " + shape_repr(h.shape) + " is too large: its size in bytes overflows int64");
 
@@ -258,6 +282,8 @@ NpyArray parse_npy(std::string_view bytes, const std::string& name) {
     else
       out.data[i] = std::bit_cast<double>(load_le(p, 8));
   }
+  // Below rank 2 both orders are the same bytes.
+  if (h.fortran_order && h.shape.size() >= 2) out.data = fortran_to_c_order(out.data, h.shape);
   return out;
 }
 

@@ -1,8 +1,10 @@
 // NumPy .npy files: a strict reader and a small writer, for golden data produced by PyTorch
 // (harness/tools/dump_torch_cases.py) and for test fixtures.
 //
-// Only what the golden files need is accepted: little-endian float32/float64, C order, rank 0..4,
-// format versions 1.0, 2.0 and 3.0. Anything else ends in one dmuon::Error that names the file and
+// Only what the golden files need is accepted: little-endian float32/float64, rank 0..4, format
+// versions 1.0, 2.0 and 3.0, in C order or Fortran order (numpy.save writes Fortran order for any
+// F-contiguous array, e.g. `.numpy()` of a transposed torch tensor; it is transposed into C order
+// on read). Anything else ends in one dmuon::Error that names the file and
 // the problem. The reader never trusts the header: every size is checked against the bytes that
 // are really there before anything is allocated, so a hostile file cannot crash it or make it
 // allocate more than a small multiple of its own size.
@@ -16,7 +18,7 @@ namespace dmuon {
 
 struct NpyArray {
   std::vector<std::int64_t> shape;  // empty for a 0-d array (one element)
-  std::vector<double> data;         // C order; float32 values are widened exactly
+  std::vector<double> data;         // C order whatever the file's order; float32 widened exactly
   std::string dtype;                // "float32" or "float64", as stored in the file
 };
 

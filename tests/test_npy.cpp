@@ -1,5 +1,6 @@
-// core/npy: round trips, byte-exact NumPy layouts built from the documented format (NumPy is not
-// available where these tests run), header variations numpy.load accepts, and every refusal.
+// core/npy: round trips, byte-exact NumPy layouts built from the documented format, files NumPy
+// itself wrote in both orders (tests/data/npy, made by make_npy.py there), header variations
+// numpy.load accepts, and every refusal.
 #include <unistd.h>
 
 #include <cmath>
@@ -12,6 +13,7 @@
 
 #include "catch_compat.hpp"
 #include "core/error.hpp"
+#include "core/file_read.hpp"
 #include "core/npy.hpp"
 
 namespace {
@@ -212,6 +214,85 @@ TEST_CASE("npy: hand-built valid files parse", "[npy]") {
   }
 }
 
+// The value make_npy.py stores at element `index`: 100*i0 + 10*i1 + i2 + 1/3 in float64.
+double fixture_value(const std::vector<std::int64_t>& index) {
+  const double weights[] = {100.0, 10.0, 1.0};
+  double v = 0.0;
+  for (std::size_t a = 0; a < index.size(); ++a) v = v + weights[a] * static_cast<double>(index[a]);
+  return v + 1.0 / 3.0;
+}
+
+// The multi-index of C-order position `c` in `shape`.
+std::vector<std::int64_t> c_index(std::size_t c, const std::vector<std::int64_t>& shape) {
+  std::vector<std::int64_t> index(shape.size());
+  for (std::size_t a = shape.size(); a-- > 0;) {
+    index[a] = static_cast<std::int64_t>(c % static_cast<std::size_t>(shape[a]));
+    c /= static_cast<std::size_t>(shape[a]);
+  }
+  return index;
+}
+
+TEST_CASE("npy: files numpy.save wrote in C and in Fortran order read identically", "[npy]") {
+  // tests/data/npy/make_npy.py wrote them (NumPy 1.24.2); the 1-d Fortran files carry
+  // fortran_order True, written by numpy.lib.format's header writer.
+  const std::string dir = std::string(DMUON_TEST_DATA) + "/npy/";
+  const std::vector<std::vector<std::int64_t>> shapes = {{5}, {3, 4}, {2, 3, 4}};
+  for (const auto& shape : shapes) {
+    for (const bool f32 : {true, false}) {
+      const std::string stem = dir + std::to_string(shape.size()) + "d_" + (f32 ? "f32" : "f64");
+      INFO(stem);
+      const NpyArray c = dmuon::read_npy(stem + "_c.npy");
+      const NpyArray f = dmuon::read_npy(stem + "_f.npy");
+      // The header really says what the test is about (a regenerated file could lose it).
+      const std::string f_bytes = dmuon::read_regular_file(stem + "_f.npy");
+      const std::string c_bytes = dmuon::read_regular_file(stem + "_c.npy");
+      CHECK(contains(f_bytes.substr(0, 128), "'fortran_order': True"));
+      CHECK(contains(c_bytes.substr(0, 128), "'fortran_order': False"));
+      for (const NpyArray* a : {&c, &f}) {
+        CHECK(a->shape == shape);
+        CHECK(a->dtype == (f32 ? "float32" : "float64"));
+      }
+      REQUIRE(c.data.size() == f.data.size());
+      bool identical = true, expected = true;
+      for (std::size_t i = 0; i < c.data.size(); ++i) {
+        const double v = fixture_value(c_index(i, shape));
+        const double want = f32 ? static_cast<double>(static_cast<float>(v)) : v;
+        identical = identical && c.data[i] == f.data[i];
+        expected = expected && c.data[i] == want;
+      }
+      CHECK(identical);
+      CHECK(expected);
+      if (shape.size() >= 2) CHECK(c_bytes.substr(128) != f_bytes.substr(128));  // the orders differ on disk
+    }
+  }
+}
+
+TEST_CASE("npy: Fortran order of rank 4 and zero-size arrays is transposed into C order", "[npy]") {
+  // Hand-built: the file lists elements with the first axis fastest.
+  const std::vector<std::int64_t> shape{2, 1, 3, 2};
+  std::vector<double> fortran_bytes_order;
+  for (std::int64_t l = 0; l < 2; ++l)
+    for (std::int64_t k = 0; k < 3; ++k)
+      for (std::int64_t j = 0; j < 1; ++j)
+        for (std::int64_t i = 0; i < 2; ++i) fortran_bytes_order.push_back(static_cast<double>(1000 * i + 100 * j + 10 * k + l));
+  const NpyArray a = parse_npy(
+      npy_file(1, "{'descr': '<f8', 'fortran_order': True, 'shape': (2, 1, 3, 2), }\n", f64_bytes(fortran_bytes_order)),
+      "f4d.npy");
+  CHECK(a.shape == shape);
+  REQUIRE(a.data.size() == 12);
+  bool ok = true;
+  for (std::size_t c = 0; c < a.data.size(); ++c) {
+    const auto ix = c_index(c, shape);
+    ok = ok && a.data[c] == static_cast<double>(1000 * ix[0] + 100 * ix[1] + 10 * ix[2] + ix[3]);
+  }
+  CHECK(ok);
+  const NpyArray z = parse_npy(npy_file(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (3, 0, 2), }\n", ""), "fz.npy");
+  CHECK(z.shape == std::vector<std::int64_t>{3, 0, 2});
+  CHECK(z.data.empty());
+  const NpyArray s = parse_npy(npy_file(1, "{'descr': '<f8', 'fortran_order': True, 'shape': (), }\n", f64_bytes({2.5})), "fs.npy");
+  CHECK(s.data == std::vector<double>{2.5});
+}
+
 TEST_CASE("npy: malformed files are refused with a clear message", "[npy]") {
   const std::string good = npy_file(1, valid_f4_header("(3,)"), f32_bytes({1, 2, 3}));
   REQUIRE(parse_error(good) == "<no error>");
@@ -277,9 +358,16 @@ TEST_CASE("npy: malformed files are refused with a clear message", "[npy]") {
     check_refused(npy_file(1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (3,)}\n", ""),
                   {"unsupported dtype", "structured"});
   }
-  SECTION("Fortran order") {
-    check_refused(npy_file(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (3,), }\n", f32_bytes({1, 2, 3})),
-                  {"fortran_order", "C order required"});
+  SECTION("Fortran order is held to the same checks") {
+    const std::string f4_fortran = "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }\n";
+    check_refused(npy_file(1, f4_fortran, f32_bytes({1, 2, 3, 4, 5})), {"truncated data: expected 24 bytes, found 20"});
+    check_refused(npy_file(1, f4_fortran, f32_bytes({1, 2, 3, 4, 5, 6, 7})), {"trailing data"});
+    check_refused(npy_file(1, "{'descr': '>f8', 'fortran_order': True, 'shape': (2, 3), }\n", std::string(48, '\0')),
+                  {"unsupported dtype '>f8'", "big-endian"});
+    check_refused(npy_file(1, "{'descr': '<f4', 'fortran_order': true, 'shape': (2, 3), }\n", f32_bytes({1, 2, 3, 4, 5, 6})),
+                  {"fortran_order must be True or False"});
+    check_refused(npy_file(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (1, 1, 1, 1, 1), }\n", f32_bytes({1})),
+                  {"rank above 4"});
   }
   SECTION("negative, overflowing and too many dimensions") {
     check_refused(npy_file(1, valid_f4_header("(-1, 3)"), ""), {"negative dimension -1"});

@@ -118,7 +118,11 @@ def device_flags(device):
 
 
 class Writer:
-    """Saves float32 C-order .npy files under OUTDIR and keeps their total size."""
+    """Saves float32 .npy files under OUTDIR and keeps their total size.
+
+    They are written in C order so that the files' bytes do not depend on a tensor's strides;
+    dmuon's reader (core/npy.hpp) reads Fortran order too, as numpy.save writes it for any
+    F-contiguous array."""
 
     def __init__(self, outdir):
         self.outdir = outdir

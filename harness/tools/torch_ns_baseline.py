@@ -91,7 +91,8 @@ def write_golden(directory, shapes, fn):
         x = torch.randn(rows, cols, generator=gen)
         y = fn(x.cuda()).float().cpu()
         stem = f"ns_{rows}x{cols}"
-        # torch hands tall results back transposed (a view): save C order, as the reader requires.
+        # torch hands tall results back transposed (a view); the reader takes either order,
+        # C order keeps the files' bytes independent of strides.
         np.save(os.path.join(directory, stem + "_X.npy"), np.ascontiguousarray(x.numpy(), dtype=np.float32))
         np.save(os.path.join(directory, stem + "_Y.npy"), np.ascontiguousarray(y.numpy(), dtype=np.float32))
         cases.append({"name": stem, "kind": "ns",

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs one libFuzzer target over its kept corpus (tests/fuzz/corpus/TARGET) and the seeds (every
-# file under scenarios/ and tests/golden/), writing new inputs to SCRATCH/TARGET.
+# file under scenarios/, tests/golden/ and tests/data/), writing new inputs to SCRATCH/TARGET.
 #   run.sh TARGET EXE SECONDS SCRATCH          # CTest smoke run: replay all, then fuzz SECONDS
 #   run.sh TARGET EXE runs=N SCRATCH [FLAGS]   # long run: N executions (reports/reliability.md)
 # Exit status non-zero on a crash, leak, sanitizer report, uncaught exception, timeout (60 s per
@@ -18,6 +18,6 @@ case "$budget" in
   *) limit=(-max_total_time="$budget") ;;
 esac
 cd "$scratch/$target"  # crash-*, leak-*, timeout-* files land here
-corpora=("$scratch/$target" "$root/scenarios" "$root/tests/golden")
+corpora=("$scratch/$target" "$root/scenarios" "$root/tests/golden" "$root/tests/data")
 [ -d "$here/corpus/$target" ] && corpora+=("$here/corpus/$target")  # git keeps no empty folder
 exec "$exe" "${limit[@]}" -timeout=60 -rss_limit_mb=2048 -print_final_stats=1 "$@" "${corpora[@]}"
