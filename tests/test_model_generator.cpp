@@ -55,6 +55,21 @@ TEST_CASE("Llama-3-8B has an untied head routed to AdamW", "[model][routing]") {
   CHECK(r.adamw_numel == 2 * 128256LL * 4096 + 4096 * 65);
 }
 
+TEST_CASE("Llama-3.2-3B as DMuon's bench_llm.py builds it: untied, 3.61B", "[model][routing]") {
+  const auto m = model("llama3.2-3b.yaml");
+  // embed + lm_head + 28 x (q, k, v, o, gate/up/down, 2 norms) + final norm; no q/k/v bias.
+  constexpr std::int64_t h = 3072, kv = 8 * 128, ffn = 8192, vocab = 128256, layers = 28;
+  constexpr std::int64_t layer = h * h + 2 * h * kv + h * h + 3 * h * ffn + 2 * h;
+  constexpr std::int64_t total = 2 * vocab * h + layers * layer + h;
+  static_assert(total == 3'606'752'256);
+  CHECK(m.total_params() == total);
+  const auto r = route_parameters(m, {});
+  CHECK(r.muon_matrices.size() == 28 * 7);
+  CHECK(count_role(m, ParamRole::embedding) == 1);
+  CHECK(count_role(m, ParamRole::output_head) == 1);
+  CHECK(r.adamw_numel == 2 * vocab * h + h * (2 * layers + 1));
+}
+
 TEST_CASE("MoE expert stacks become E separate Muon matrices", "[model][routing]") {
   const auto m = model("qwen3-30b-a3b.yaml");
   const auto r = route_parameters(m, {});
