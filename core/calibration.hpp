@@ -178,6 +178,7 @@ class CostModel {
   double gemm_tflops() const { return gemm_tflops_; }
   double hbm_GBps() const { return hbm_GBps_; }
   bool calibrated() const { return calibration_.has_value(); }
+  const CalibrationTable* calibration() const { return calibration_ ? &*calibration_ : nullptr; }
 
  private:
   // (min dim, max dim, kernel, dtype, steps, restarts) -> batch -> seconds

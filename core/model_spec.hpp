@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/dtype.hpp"
+#include "core/transformer_config.hpp"
 
 namespace dmuon {
 
@@ -28,9 +29,19 @@ struct ParamSpec {
   std::string shape_string() const;  // e.g. "2048x11008"
 };
 
+// A tower whose blocks were generated from a transformer config: the structure (widths, heads,
+// MLP kind, MoE) the forward/backward cost model prices, which the parameter list alone does
+// not carry (attention has no parameters; a tied head has none of its own).
+struct TowerTransformer {
+  std::string tower;
+  TransformerConfig config;
+  std::size_t generated_params = 0;  // parameters the generator made (explicit ones may follow)
+};
+
 struct ModelSpec {
   std::string name;
   std::vector<ParamSpec> params;
+  std::vector<TowerTransformer> transformers;  // empty for a model given only as parameters
 
   std::int64_t total_params() const;
   // Throws dmuon::Error on a duplicate name, an empty shape or a non-positive dimension.

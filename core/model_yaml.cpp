@@ -85,17 +85,20 @@ void append_params(const YamlValue& list, DType dtype, const std::string& tower,
   for (const auto& item : list.items()) model.params.push_back(parse_param(item, dtype, tower));
 }
 
+// The tower's parameters, and its config for the forward/backward cost model.
+void append_generated(const TransformerConfig& config, const std::string& tower, ModelSpec& model) {
+  auto params = generate_transformer(config, tower);
+  model.transformers.push_back({tower, config, params.size()});
+  for (auto& p : params) model.params.push_back(std::move(p));
+}
+
 void append_tower(const YamlValue& value, DType dtype, ModelSpec& model) {
   YamlMap m(value);
   const std::string name = m.get("name").as_string();
   const auto transformer = m.find("transformer");
   const auto params = m.find("params");
   if (!transformer && !params) value.fail("a tower needs 'transformer' or 'params'");
-  if (transformer) {
-    for (auto& p : generate_transformer(parse_transformer(*transformer, dtype), name)) {
-      model.params.push_back(std::move(p));
-    }
-  }
+  if (transformer) append_generated(parse_transformer(*transformer, dtype), name, model);
   if (params) append_params(*params, dtype, name, model);
   m.finish();
 }
@@ -109,11 +112,7 @@ ModelSpec parse_model(const YamlValue& value) {
   DType dtype = DType::bf16;
   if (auto v = m.find("dtype")) dtype = parse_scalar(*v, parse_dtype);
   m.find("source");  // free-text citation of where the shapes come from
-  if (auto v = m.find("transformer")) {
-    for (auto& p : generate_transformer(parse_transformer(*v, dtype), "language")) {
-      model.params.push_back(std::move(p));
-    }
-  }
+  if (auto v = m.find("transformer")) append_generated(parse_transformer(*v, dtype), "language", model);
   if (auto v = m.find("towers")) {
     for (const auto& tower : v->items()) append_tower(tower, dtype, model);
   }

@@ -8,94 +8,20 @@
 #include <tuple>
 
 #include "core/error.hpp"
+#include "core/forward_backward_cost.hpp"
 #include "core/plan_cost.hpp"
 #include "core/plan_writer.hpp"
 
 namespace dmuon::sim {
 namespace {
 
-// A forward-compute unit: (tower, part, layer) with part 0 = before the blocks (embeddings),
-// 1 = a block, 2 = after the blocks (final norm, head, merger).
-using UnitKey = std::tuple<int, int, int>;
-
-struct Units {
-  std::vector<UnitKey> keys;            // forward order
-  std::vector<int> of_param;            // unit index per parameter
-  std::vector<double> fwd_flops;        // per unit, for the whole micro-batch
-};
-
-bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
-
-std::int64_t tokens_of(const ParamSpec& p, const TrainingSpec& t) {
-  auto it = t.tower_tokens.find(p.tower);
-  return (it != t.tower_tokens.end() ? it->second : t.seq_len) * t.micro_batch;
-}
-
-// Forward FLOPs one parameter causes over `tokens` tokens: 2 per multiply-add of each token with
-// the weight; an expert stack only for the experts a token visits; lookups, norms and biases ~0.
-double param_flops(const ParamSpec& p, double tokens, const TrainingSpec& t) {
-  switch (p.role) {
-    case ParamRole::matrix:
-    case ParamRole::output_head: return 2.0 * double(p.numel()) * tokens;
-    case ParamRole::expert_stack: {
-      const double experts = double(p.shape.front());
-      const double active = t.moe_top_k ? std::min(experts, double(*t.moe_top_k)) : experts;
-      return 2.0 * double(p.numel()) / experts * active * tokens;
-    }
-    default: return 0;
-  }
-}
-
-// Causal self-attention scores and weighted sum: 2 * 2 * s^2 * d per sample, halved by the mask.
-double attention_flops(const ParamSpec& p, const TrainingSpec& t) {
-  double d = 0;
-  if (contains(p.name, "q_proj.weight")) d = double(p.shape.front());
-  if (contains(p.name, ".qkv.weight")) d = double(p.shape.front()) / 3;
-  if (d == 0) return 0;
-  auto it = t.tower_tokens.find(p.tower);
-  const double s = double(it != t.tower_tokens.end() ? it->second : t.seq_len);
-  return 2.0 * s * s * d * double(t.micro_batch);
-}
-
-Units make_units(const ModelSpec& model, const TrainingSpec& t) {
-  std::map<std::string, int> tower_order;
-  std::map<int, bool> has_head;  // per tower: an untied output head exists
-  for (const auto& p : model.params) {
-    tower_order.emplace(p.tower, static_cast<int>(tower_order.size()));
-    if (p.role == ParamRole::output_head) has_head[tower_order.at(p.tower)] = true;
-  }
-  std::map<UnitKey, double> flops;
-  std::vector<UnitKey> key_of_param;
-  for (const auto& p : model.params) {
-    const int tower = tower_order.at(p.tower);
-    const int part = p.layer >= 0 ? 1 : (contains(p.name, "embed") ? 0 : 2);
-    const UnitKey key{tower, part, std::max(0, p.layer)};
-    key_of_param.push_back(key);
-    const double tokens = double(tokens_of(p, t));
-    flops[key] += param_flops(p, tokens, t) + attention_flops(p, t);
-    // Tied embeddings: the token embedding is also the output head (its matmul runs last).
-    if (p.role == ParamRole::embedding && contains(p.name, "embed_tokens") && !has_head[tower]) {
-      flops[UnitKey{tower, 2, 0}] += 2.0 * double(p.numel()) * tokens;
-    }
-  }
-  Units u;
-  std::map<UnitKey, int> index;
-  for (const auto& [key, f] : flops) {
-    index[key] = static_cast<int>(u.keys.size());
-    u.keys.push_back(key);
-    u.fwd_flops.push_back(f);
-  }
-  for (const auto& key : key_of_param) u.of_param.push_back(index.at(key));
-  return u;
-}
-
 // The unit of a forward/backward collective: -1 when it spans several units (a DDP bucket is
 // then placed after the last of its units' backward, and never merged).
-int unit_of(const Op& op, const Routing& routing, const Units& units, int* latest_backward) {
+int unit_of(const Op& op, const Routing& routing, const ForwardBackwardCost& units, int* latest_backward) {
   int unit = -1, first = 1 << 30;
   bool single = true;
   for (std::size_t p : params_touched(op, routing)) {
-    const int u = units.of_param[p];
+    const int u = units.unit_of_param[p];
     if (unit >= 0 && u != unit) single = false;
     unit = u;
     first = std::min(first, u);
@@ -197,10 +123,9 @@ int stream_of(OpKind kind, Phase phase, bool one_comm_stream) {
 // Builds one rank's op list; collectives are created in `prog` on first sight.
 class RankBuilder {
  public:
-  RankBuilder(StepProgram& prog, const Plan& plan, const Routing& routing, const Units& units,
-              const std::vector<double>& unit_fwd_s, const TrainingSpec& t, bool as_is, bool merge)
-      : prog_(prog), plan_(plan), routing_(routing), units_(units), unit_fwd_s_(unit_fwd_s), t_(t), as_is_(as_is),
-        merge_(merge && !as_is) {}
+  RankBuilder(StepProgram& prog, const Plan& plan, const Routing& routing, const ForwardBackwardCost& units,
+              const TrainingSpec& t, bool as_is, bool merge)
+      : prog_(prog), plan_(plan), routing_(routing), units_(units), t_(t), as_is_(as_is), merge_(merge && !as_is) {}
 
   // First pass (collecting): only gathers the ordering constraints into `edges`. Second pass:
   // builds the rank's ops with every unit's launches in `positions` order.
@@ -223,8 +148,7 @@ class RankBuilder {
   StepProgram& prog_;
   const Plan& plan_;
   const Routing& routing_;
-  const Units& units_;
-  const std::vector<double>& unit_fwd_s_;
+  const ForwardBackwardCost& units_;  // forward/backward compute per unit, priced by core
   const TrainingSpec& t_;
   bool as_is_;
   bool merge_;
@@ -293,7 +217,7 @@ int RankBuilder::merged_index(int rank, const Op& op, int unit) {
 
 void RankBuilder::classify(int rank) {
   const auto& plan_ops = plan_.ranks[static_cast<std::size_t>(rank)];
-  const int U = as_is_ ? 0 : static_cast<int>(units_.keys.size());  // as is: no fwd/bwd compute
+  const int U = as_is_ ? 0 : static_cast<int>(units_.units.size());  // as is: no fwd/bwd compute
   fwd_.assign(static_cast<std::size_t>(U), {});
   bwd_.assign(static_cast<std::size_t>(U), {});
   optimizer_ops_.clear();
@@ -356,7 +280,7 @@ void RankBuilder::emit_forward_backward() {
       mine.push_back(collective_op(c, members, gate >= 0 ? std::vector<int>{fwd_compute[static_cast<std::size_t>(gate)]} : std::vector<int>{}));
     }
     fwd_compute[static_cast<std::size_t>(u)] =
-        emit({kComputeStream, Phase::forward, "forward", "unit " + std::to_string(u), unit_fwd_s_[static_cast<std::size_t>(u)], -1, mine});
+        emit({kComputeStream, Phase::forward, "forward", "unit " + std::to_string(u), units_.units[static_cast<std::size_t>(u)].forward_s, -1, mine});
   }
   for (int j = 0; j < U; ++j) {
     const auto u = static_cast<std::size_t>(U - 1 - j);
@@ -374,7 +298,7 @@ void RankBuilder::emit_forward_backward() {
       mine.push_back(emit({sc.stream, Phase::backward, std::string(to_string(sc.call.kind)), sc.label, 0, it->second,
                            gate >= 0 ? std::vector<int>{bwd_compute[static_cast<std::size_t>(U - 1 - gate)]} : std::vector<int>{}}));
     }
-    bwd_compute[u] = emit({kComputeStream, Phase::backward, "backward", "unit " + std::to_string(u), 2 * unit_fwd_s_[u], -1, mine});
+    bwd_compute[u] = emit({kComputeStream, Phase::backward, "backward", "unit " + std::to_string(u), units_.units[u].backward_s, -1, mine});
     for (const auto& [c, members] : bwd_[u]) collective_op(c, members, {bwd_compute[u]});
   }
 }
@@ -471,40 +395,23 @@ std::vector<SimOp> merge_compute_runs(std::vector<SimOp> ops) {
 
 }  // namespace
 
-double forward_flops_per_sample(const ModelSpec& model, const TrainingSpec& training) {
-  TrainingSpec one = training;
-  one.micro_batch = 1;
-  const Units u = make_units(model, one);
-  double total = 0;
-  for (double f : u.fwd_flops) total += f;
-  return total;
-}
-
 StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const Routing& routing,
                                const OptimizerConfig& optimizer, const CostModel& cost, const TrainingSpec& training,
                                const ProgramOptions& options) {
   StepProgram prog;
-  const Units units = make_units(model, training);
-  double total_fwd_flops = 0;
-  for (double f : units.fwd_flops) total_fwd_flops += f;
-  const double peak_tflops = training.peak_tflops.value_or(cost.device().gemm_tflops);
-  // 1 forward + 2 backward: seconds per forward FLOP.
-  double s_per_flop = 1.0 / (peak_tflops * 1e12 * training.mfu);
-  char buf[160];
-  if (training.fwd_bwd_seconds) {
-    s_per_flop = *training.fwd_bwd_seconds / (3 * total_fwd_flops);
-    std::snprintf(buf, sizeof buf, "measured fwd+bwd %.4g s (training.fwd_bwd_seconds)", *training.fwd_bwd_seconds);
-  } else {
-    std::snprintf(buf, sizeof buf, "FLOPs at mfu %.3g of %.4g TFLOP/s", training.mfu, peak_tflops);
-  }
-  prog.compute_source = buf;
+  // Forward/backward compute per unit: core's cost model (core/forward_backward_cost.hpp).
+  const CalibrationTable* calibration = cost.calibration();
+  const ForwardBackwardCost units =
+      forward_backward_cost(model, training, training.peak_tflops.value_or(cost.device().gemm_tflops),
+                            calibration && calibration->forward_backward ? &*calibration->forward_backward : nullptr);
+  prog.compute_source = units.description;
+  prog.compute_seconds_by_source = units.seconds_by_source;
   prog.optimizer_source = cost.calibrated() ? "calibration" : "roofline";
-  std::vector<double> unit_fwd_s;
-  for (double f : units.fwd_flops) unit_fwd_s.push_back(f * s_per_flop);
-  prog.fwd_bwd_compute_s = 3 * total_fwd_flops * s_per_flop;
+  prog.fwd_bwd_compute_s = units.total_s;
   if (options.plan_as_is) {
     prog.fwd_bwd_compute_s = 0;
     prog.compute_source = "none (the Plan as the executor benchmark runs it)";
+    prog.compute_seconds_by_source.clear();
   }
   std::vector<std::vector<double>> seconds(plan.ranks.size());
   for (std::size_t r = 0; r < plan.ranks.size(); ++r) {
@@ -517,7 +424,7 @@ StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const R
   for (bool merge : {true, false}) {
     prog.ranks.clear();
     prog.collectives.clear();
-    RankBuilder builder(prog, plan, routing, units, unit_fwd_s, training, options.plan_as_is, merge);
+    RankBuilder builder(prog, plan, routing, units, training, options.plan_as_is, merge);
     try {
       for (std::size_t r = 0; r < plan.ranks.size(); ++r) builder.build(static_cast<int>(r), seconds[r]);
       builder.positions = global_positions(static_cast<int>(prog.collectives.size()), builder.edges);

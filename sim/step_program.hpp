@@ -6,9 +6,9 @@
 //
 // What this adds to the Plan, and why:
 // - forward/backward compute per layer ("unit": a transformer block of a tower; a tower's
-//   parameters outside blocks form a unit before (embeddings) or after (norm, head) them), from
-//   FLOPs (2 x active weights x tokens forward, twice that backward, plus causal attention) at
-//   training.mfu of the peak, or training.fwd_bwd_seconds split by FLOPs;
+//   parameters outside blocks form a unit before (embeddings) or after (norm, head) them), as
+//   core/forward_backward_cost.hpp prices it (measured layers, interpolated building blocks,
+//   or FLOPs at training.mfu; training.fwd_bwd_seconds split by FLOPs);
 // - one NCCL launch per (layer, collective kind, group): FSDP2 all-gathers and reduce-scatters
 //   a whole block's flat buffer at once and DMuon coalesces a block's broadcasts and reduces,
 //   while a Plan lists one collective per parameter (or per owner);
@@ -60,12 +60,10 @@ struct StepProgram {
   std::vector<SimCollective> collectives;
   double fwd_bwd_compute_s = 0;  // per GPU (every GPU runs the same layers)
   std::string compute_source;    // how fwd/bwd was priced
+  std::vector<std::pair<std::string, double>> compute_seconds_by_source;  // "measured", ... -> seconds
   std::string optimizer_source;  // "calibration" or "roofline"
   std::string launches_note;     // set when a layer's launches could not be merged
 };
-
-// Forward FLOPs of one sample's pass through the model (for reports), as priced here.
-double forward_flops_per_sample(const ModelSpec& model, const TrainingSpec& training);
 
 struct ProgramOptions {
   // The Plan exactly as the NCCL executor's benchmark runs it: one launch per Plan collective,

@@ -66,6 +66,43 @@ TEST_CASE("--validate compares with a dmuon-bench step report", "[sim][cli]") {
   CHECK(doc.at("max_abs_rel_error").get<double>() >= 0);
 }
 
+TEST_CASE("--validate compares with an fsdp2_step.py report (fwd+bwd and peak memory)", "[sim][cli]") {
+  const std::string data = std::string(DMUON_TEST_DATA) + "/";
+  const std::string scenario = " --scenario " + data + "fsdp2-fixture-2xh200.yaml";
+  auto o = run("--validate " + data + "fsdp2-step-fixture.json" + scenario + " --json " + kTmp + "fsdp2-v.json");
+  REQUIRE(o.exit_code == 0);
+  CHECK(o.output.find("fwd+bwd (FSDP2 + AdamW)") != std::string::npos);
+  CHECK(o.output.find("peak memory per GPU") != std::string::npos);
+  CHECK(o.output.find("GiB") != std::string::npos);
+  std::ifstream j(kTmp + "fsdp2-v.json");
+  const auto doc = nlohmann::json::parse(j);
+  REQUIRE(doc.at("rows").size() == 2);
+  CHECK(doc.at("rows").at(0).at("unit") == "s");
+  CHECK(doc.at("rows").at(0).at("predicted").get<double>() > 0);
+  CHECK(doc.at("rows").at(1).at("unit") == "bytes");
+  CHECK(doc.at("rows").at(1).at("measured").get<double>() == 2e10);
+
+  auto report = [&](const std::string& name, const std::string& fields) {
+    std::ofstream(kTmp + name) << R"({"tool": "fsdp2_step.py", "world": 2, "micro_batch": 2, "seq_len": 2048, )" << fields << "}";
+    return kTmp + name;
+  };
+  o = run("--validate " + report("fsdp2-compute.json", R"("mode": "compute-only", "model": "qwen2-0.5b", "fwd_bwd_seconds_median": 0.05)") + scenario);
+  REQUIRE(o.exit_code == 0);
+  CHECK(o.output.find("fwd+bwd compute (no FSDP)") != std::string::npos);
+  o = run("--validate " + report("fsdp2-bad1.json", R"("mode": "fsdp2", "model": "qwen2-0.5b", "peak_allocated_bytes": 1e9)") + scenario);
+  CHECK(o.exit_code == 2);
+  CHECK(o.output.find("fsdp2-bad1.json.fwd_bwd_seconds_median: missing") != std::string::npos);
+  o = run("--validate " + report("fsdp2-bad2.json", R"("mode": "fsdp2", "model": "llama3-8b", "fwd_bwd_seconds_median": 0.1, "peak_allocated_bytes": 1e9)") + scenario);
+  CHECK(o.exit_code == 2);
+  CHECK(o.output.find(".model: 'llama3-8b' but scenario") != std::string::npos);
+  o = run("--validate " + report("fsdp2-bad3.json", R"("mode": "eager", "model": "qwen2-0.5b")") + scenario);
+  CHECK(o.exit_code == 2);
+  CHECK(o.output.find(".mode: expected fsdp2 or compute-only") != std::string::npos);
+  o = run("--validate " + data + "fsdp2-step-fixture.json");
+  CHECK(o.exit_code == 2);
+  CHECK(o.output.find("--scenario: required with an fsdp2_step.py report") != std::string::npos);
+}
+
 TEST_CASE("bad arguments and input exit 2 with one clear line", "[sim][cli]") {
   auto o = run("--scenario " + kDir + "16node.yaml --mode packets");
   CHECK(o.exit_code == 2);

@@ -1,6 +1,7 @@
 #include "harness/sim/sim_validate.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -36,6 +37,64 @@ double positive_number(const nlohmann::json& j, const std::string& key, const st
   return v;
 }
 
+std::int64_t positive_int(const nlohmann::json& j, const std::string& key, const std::string& where) {
+  if (!j.contains(key) || !j.at(key).is_number_integer() || j.at(key).get<std::int64_t>() <= 0) {
+    throw Error(where + "." + key + ": missing or not an integer > 0");
+  }
+  return j.at(key).get<std::int64_t>();
+}
+
+std::string string_field(const nlohmann::json& j, const std::string& key, const std::string& where) {
+  if (!j.contains(key) || !j.at(key).is_string()) throw Error(where + "." + key + ": missing or not a string");
+  return j.at(key).get<std::string>();
+}
+
+// A report of harness/tools/fsdp2_step.py against `scenario_file` (see sim_validate.hpp).
+Validation validate_fsdp2(const nlohmann::json& j, const std::string& measured_file, const std::string& scenario_file,
+                          const std::string& calibration, SimMode mode) {
+  const std::string& where = measured_file;
+  if (scenario_file.empty()) throw Error("--scenario: required with an fsdp2_step.py report (" + measured_file + ")");
+  const std::string run_mode = string_field(j, "mode", where);
+  if (run_mode != "fsdp2" && run_mode != "compute-only") {
+    throw Error(where + ".mode: expected fsdp2 or compute-only, got '" + run_mode + "'");
+  }
+  const bool fsdp2 = run_mode == "fsdp2";
+  const std::string model = string_field(j, "model", where);
+  const double fwd_bwd = positive_number(j, "fwd_bwd_seconds_median", where);
+  if (!(fwd_bwd > 0)) throw Error(where + ".fwd_bwd_seconds_median: must be > 0");
+  const double peak = fsdp2 ? positive_number(j, "peak_allocated_bytes", where) : 0;
+  if (fsdp2 && !(peak > 0)) throw Error(where + ".peak_allocated_bytes: must be > 0");
+  Validation v;
+  v.measured_file = measured_file;
+  v.machine = j.value("gpu", "") + (j.contains("world") ? " x" + j.at("world").dump() : "");
+  v.scenario_file = scenario_file;
+  v.mode = std::string(to_string(mode));
+  Scenario scenario = load_scenario(scenario_file);
+  scenario.sim_mode = mode;
+  scenario.training.micro_batch = positive_int(j, "micro_batch", where);
+  scenario.training.seq_len = positive_int(j, "seq_len", where);
+  if (scenario.model.name != model) {
+    throw Error(where + ".model: '" + model + "' but scenario " + scenario_file + " has model '" + scenario.model.name + "'");
+  }
+  if (fsdp2 && positive_int(j, "world", where) != scenario.cluster.world_size()) {
+    throw Error(where + ".world: " + j.at("world").dump() + " GPUs but scenario " + scenario_file + " has " +
+                std::to_string(scenario.cluster.world_size()));
+  }
+  const CostModel cost = sim::scenario_cost_model(scenario, calibration);
+  sim::RunOptions options;
+  options.sim.mode = mode;
+  options.check_memory = false;  // it ran: memory is compared, not checked
+  const sim::StrategyResult r = sim::run_strategy(scenario, Strategy::adamw, cost, options);
+  const std::string name(to_string(Strategy::adamw));
+  if (fsdp2) {
+    v.rows.push_back({name, "fwd+bwd (FSDP2 + AdamW)", r.fwd_bwd_s, fwd_bwd, "s"});
+    v.rows.push_back({name, "peak memory per GPU", r.memory.total_bytes(), peak, "bytes"});
+  } else {
+    v.rows.push_back({name, "fwd+bwd compute (no FSDP)", r.fwd_bwd_compute_s, fwd_bwd, "s"});
+  }
+  return v;
+}
+
 }  // namespace
 
 double Validation::max_abs_rel_error() const {
@@ -47,6 +106,9 @@ double Validation::max_abs_rel_error() const {
 Validation validate(const std::string& measured_file, const std::string& scenario_file, const std::string& calibration,
                     SimMode mode) {
   const nlohmann::json j = read_json(measured_file);
+  if (j.is_object() && j.contains("tool") && j.at("tool") == "fsdp2_step.py") {
+    return validate_fsdp2(j, measured_file, scenario_file, calibration, mode);
+  }
   Validation v;
   v.measured_file = measured_file;
   v.machine = j.value("machine", "");
@@ -75,8 +137,8 @@ Validation validate(const std::string& measured_file, const std::string& scenari
     const double comm = s.contains("fwd_bwd_comm_seconds_median") ? positive_number(s, "fwd_bwd_comm_seconds_median", where) : 0;
     const sim::StrategyResult r = sim::run_strategy(scenario, strategy, cost, options);
     const std::string name(to_string(strategy));
-    if (opt > 0) v.rows.push_back({name, "optimizer step", r.optimizer_s, opt});
-    if (comm > 0) v.rows.push_back({name, "fwd/bwd collectives", r.fwd_bwd_s, comm});
+    if (opt > 0) v.rows.push_back({name, "optimizer step", r.optimizer_s, opt, "s"});
+    if (comm > 0) v.rows.push_back({name, "fwd/bwd collectives", r.fwd_bwd_s, comm, "s"});
   }
   if (v.rows.empty()) throw Error(measured_file + ": no strategy has a measured time > 0");
   return v;
@@ -85,14 +147,17 @@ Validation validate(const std::string& measured_file, const std::string& scenari
 void print_validation(std::ostream& out, const Validation& v) {
   out << "dmuon-sim --validate " << v.measured_file << " (machine " << v.machine << ", scenario " << v.scenario_file
       << ", mode " << v.mode << ")\n";
-  out << std::left << std::setw(15) << "strategy" << std::setw(22) << "quantity" << std::right << std::setw(14)
-      << "predicted ms" << std::setw(13) << "measured ms" << std::setw(10) << "error" << "\n";
+  out << std::left << std::setw(15) << "strategy" << std::setw(27) << "quantity" << std::right << std::setw(12)
+      << "predicted" << std::setw(12) << "measured" << std::setw(6) << "unit" << std::setw(10) << "error" << "\n";
   for (const auto& r : v.rows) {
+    // Seconds print as ms, bytes as GiB: the figures a reader compares.
+    const bool bytes = r.unit == "bytes";
+    const double scale = bytes ? 1.0 / (1 << 30) : 1e3;
     std::ostringstream e;
     e << std::showpos << std::fixed << std::setprecision(1) << r.rel_error() * 100 << "%";
-    out << std::left << std::setw(15) << r.strategy << std::setw(22) << r.quantity << std::right << std::fixed
-        << std::setprecision(3) << std::setw(14) << r.predicted_s * 1e3 << std::setw(13) << r.measured_s * 1e3
-        << std::setw(10) << e.str() << "\n";
+    out << std::left << std::setw(15) << r.strategy << std::setw(27) << r.quantity << std::right << std::fixed
+        << std::setprecision(3) << std::setw(12) << r.predicted * scale << std::setw(12) << r.measured * scale
+        << std::setw(6) << (bytes ? "GiB" : "ms") << std::setw(10) << e.str() << "\n";
   }
   out << "max_abs_rel_error " << std::fixed << std::setprecision(4) << v.max_abs_rel_error() << "\n";
 }
@@ -103,8 +168,10 @@ void write_validation_json(const std::string& file, const Validation& v, const s
                       {"max_abs_rel_error", v.max_abs_rel_error()}};
   j["rows"] = nlohmann::json::array();
   for (const auto& r : v.rows) {
-    j["rows"].push_back({{"strategy", r.strategy}, {"quantity", r.quantity}, {"predicted_seconds", r.predicted_s},
-                         {"measured_seconds", r.measured_s}, {"rel_error", r.rel_error()}});
+    nlohmann::json row = {{"strategy", r.strategy}, {"quantity", r.quantity}, {"unit", r.unit},
+                          {"predicted", r.predicted}, {"measured", r.measured}, {"rel_error", r.rel_error()}};
+    if (r.unit == "s") row.update({{"predicted_seconds", r.predicted}, {"measured_seconds", r.measured}});
+    j["rows"].push_back(std::move(row));
   }
   std::ofstream out(file);
   if (!out) throw Error("--json: cannot write '" + file + "'");
