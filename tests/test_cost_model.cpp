@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "catch_compat.hpp"
+#include "test_temp_dir.hpp"
 #include "core/calibration.hpp"
 #include "core/error.hpp"
 #include "core/ns_flops.hpp"
@@ -158,7 +159,7 @@ TEST_CASE("a gpu: entry parses strictly", "[device]") {
 
 TEST_CASE("a calibration table survives save and load unchanged", "[calibration]") {
   const auto table = sample_table();
-  const auto file = (std::filesystem::temp_directory_path() / "dmuon_test_calibration.yaml").string();
+  const auto file = dmuon::test::temp_path("calibration.yaml");
   save_calibration(table, file);
   const auto back = load_calibration(file);
   std::filesystem::remove(file);

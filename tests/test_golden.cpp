@@ -12,6 +12,7 @@
 #include "harness/verify/test_matrices.hpp"
 #include "reference/muon_step.hpp"
 #include "reference/newton_schulz.hpp"
+#include "test_temp_dir.hpp"
 
 using namespace dmuon;
 namespace fs = std::filesystem;
@@ -32,7 +33,7 @@ void save(const fs::path& p, const Eigen::MatrixXd& m) {
 // A directory with one ns case and one muon case whose expected values come from the
 // reference itself (float64 files), optionally perturbing the ns output.
 fs::path make_golden_dir(const std::string& tag, double perturb, const std::string& manifest_override = "") {
-  const fs::path dir = fs::temp_directory_path() / ("dmuon_golden_" + tag);
+  const fs::path dir = dmuon::test::temp_dir() / ("golden_" + tag);
   fs::remove_all(dir);
   fs::create_directories(dir);
   const NsConfig ns = optimizer_preset("torch").muon.ns;

@@ -1,5 +1,5 @@
 // Fused momentum, Muon update and multi-tensor AdamW against reference/elementwise_steps.
-// Skips (printing SKIP) without a GPU.
+// Skips (tests/gpu_skip.hpp) without a GPU.
 #include <cstring>
 #include <iostream>
 #include <vector>

@@ -1,7 +1,6 @@
-// The GPU Newton-Schulz engine against the Eigen reference. Skips (printing SKIP) without a GPU.
+// The GPU Newton-Schulz engine against the Eigen reference. Skips (tests/gpu_skip.hpp) without a GPU.
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -16,6 +15,7 @@
 #include "kernels/device_buffer.hpp"
 #include "kernels/device_query.hpp"
 #include "reference/newton_schulz.hpp"
+#include "test_temp_dir.hpp"
 
 using namespace dmuon;
 using cuda::NsImpl;
@@ -123,8 +123,7 @@ TEST_CASE("GPU NS: a norm that overflows normalize_dtype is an error naming the 
 
 TEST_CASE("GPU autotuner gates, picks a passing winner and caches it by GPU name", "[gpu]") {
   if (skip_without_gpu()) return;
-  const std::string cache = (std::filesystem::temp_directory_path() / "dmuon_test_tune.json").string();
-  std::filesystem::remove(cache);
+  const std::string cache = dmuon::test::temp_path("tune.json");
   cuda::NsEngineOptions o;
   o.tune_cache_file = cache;
   o.tune_repeats = 2;

@@ -1,17 +1,16 @@
 // The NCCL executor on 2 GPUs against the reference (every strategy within the NS engine's
 // accuracy gate; dedicated bitwise equal to the same kernels on 1 GPU), and a wrong job size
-// rejected with a clear error. Skips with a message when fewer than 2 GPUs are visible.
-#include <iostream>
-
+// rejected with a clear error. Skips (tests/gpu_skip.hpp) when fewer than 2 GPUs are visible.
 #include "catch_compat.hpp"
 #include "core/error.hpp"
+#include "gpu_skip.hpp"
 #include "harness/dmuon_verify_nccl.hpp"
 #include "kernels/device_query.hpp"
 
 TEST_CASE("every strategy on 2 GPUs matches the reference; dedicated matches 1 GPU bitwise", "[gpu][nccl]") {
   const auto devices = dmuon::cuda::visible_devices();
   if (devices.size() < 2) {
-    std::cout << "SKIP NCCL executor checks: needs 2 GPUs, " << devices.size() << " visible\n";
+    dmuon::test::skip_test("NCCL executor checks", "needs 2 GPUs, " + std::to_string(devices.size()) + " visible");
     CHECK_THROWS_AS(dmuon::verify::run_nccl_cases({}), dmuon::Error);  // the clear error, not a crash
     return;
   }

@@ -2,12 +2,15 @@
 // ranks started with different Plans. Every surviving rank must notice (NCCL error, the
 // executor's timeout, or the Plan fingerprint check), abort its communicators and exit non-zero
 // with a message naming its rank and the cause, instead of hanging. Two `dmuon-bench step`
-// processes bootstrapped through DMUON_RANK/DMUON_NCCL_ID_FILE; skips without 2 GPUs.
+// processes bootstrapped through DMUON_RANK/DMUON_NCCL_ID_FILE; skips (tests/gpu_skip.hpp)
+// without 2 GPUs. Every file (NCCL id, logs, the bench's reports) goes to the test's own
+// temporary directory.
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <sys/wait.h>
@@ -15,8 +18,10 @@
 #include <unistd.h>
 
 #include "catch_compat.hpp"
+#include "gpu_skip.hpp"
 #include "kernels/device_query.hpp"
 #include "run_command.hpp"
+#include "test_temp_dir.hpp"
 
 namespace {
 
@@ -25,9 +30,11 @@ struct Child {
   std::string log;  // stderr+stdout file
 };
 
+// Rank `rank` of a 2-rank `dmuon-bench step`; its reports go to the folder of `id_file`.
 Child spawn_rank(int rank, const std::string& id_file, const std::string& log, const char* strategy = "dedicated") {
   Child c;
   c.log = log;
+  const std::string out_dir = std::filesystem::path(id_file).parent_path().string();
   c.pid = fork();
   if (c.pid == 0) {
     const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -38,7 +45,7 @@ Child spawn_rank(int rank, const std::string& id_file, const std::string& log, c
     setenv("DMUON_NCCL_ID_FILE", id_file.c_str(), 1);
     const std::string scenario = std::string(DMUON_SOURCE_DIR) + "/scenarios/verify-small.yaml";
     execl(DMUON_BENCH_EXE, DMUON_BENCH_EXE, "step", "--scenario", scenario.c_str(), "--launcher", "env", "--strategy",
-          strategy, "--warmup", "0", "--iterations", "100000", "--timeout", "20", "--out-dir", "/tmp", "--machine",
+          strategy, "--warmup", "0", "--iterations", "100000", "--timeout", "20", "--out-dir", out_dir.c_str(), "--machine",
           "kill-test", static_cast<char*>(nullptr));
     _exit(127);
   }
@@ -70,14 +77,15 @@ int wait_for(pid_t pid, double seconds) {
 bool have_two_gpus(const char* what) {
   const auto devices = dmuon::cuda::visible_devices();
   if (devices.size() >= 2) return true;
-  std::cout << "SKIP " << what << ": needs 2 GPUs, " << devices.size() << " visible"
-            << (devices.empty() ? " (" + dmuon::cuda::no_device_reason() + ")" : "") << "\n";
+  dmuon::test::skip_test(what, "needs 2 GPUs, " + std::to_string(devices.size()) + " visible" +
+                                    (devices.empty() ? " (" + dmuon::cuda::no_device_reason() + ")" : ""));
   return false;
 }
 
+// A folder of its own for one test case, inside the process's temporary directory.
 std::string fresh_dir(const char* name) {
-  const std::string dir = std::string("/tmp/dmuon-") + name + "-" + std::to_string(getpid());
-  REQUIRE(std::system(("mkdir -p " + dir).c_str()) == 0);
+  const std::string dir = dmuon::test::temp_path(name);
+  REQUIRE(std::filesystem::create_directories(dir));
   return dir;
 }
 
@@ -158,7 +166,7 @@ TEST_CASE("a rank that never joins: the other exits non-zero at the set-up deadl
   // One GPU is enough: rank 1 of the two is never started (it died before NCCL init), so
   // rank 0 waits inside ncclCommInitRank, which no error or abort can interrupt.
   if (dmuon::cuda::visible_devices().empty()) {
-    std::cout << "SKIP NCCL never-joined test: " << dmuon::cuda::no_device_reason() << "\n";
+    dmuon::test::skip_test("NCCL never-joined test", dmuon::cuda::no_device_reason());
     return;
   }
   const std::string dir = fresh_dir("join-test");

@@ -1,7 +1,6 @@
 // core/npy: round trips, byte-exact NumPy layouts built from the documented format, files NumPy
 // itself wrote in both orders (tests/data/npy, made by make_npy.py there), header variations
 // numpy.load accepts, and every refusal.
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
@@ -15,6 +14,7 @@
 #include "core/error.hpp"
 #include "core/file_read.hpp"
 #include "core/npy.hpp"
+#include "test_temp_dir.hpp"
 
 namespace {
 
@@ -89,10 +89,7 @@ std::string valid_f4_header(const std::string& shape) {
   return "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }\n";
 }
 
-std::filesystem::path temp_path(const std::string& tag) {
-  return std::filesystem::temp_directory_path() /
-         ("dmuon_test_npy_" + std::to_string(::getpid()) + "_" + tag + ".npy");
-}
+std::filesystem::path temp_path(const std::string& tag) { return dmuon::test::temp_dir() / (tag + ".npy"); }
 
 }  // namespace
 
@@ -399,7 +396,7 @@ TEST_CASE("npy: file-level errors name the path", "[npy]") {
     CHECK(contains(e.what(), "cannot open"));
   }
   // A folder made libstdc++ throw std::ios_failure mid-read; a device would be read forever.
-  for (const std::string& not_a_file : {std::filesystem::temp_directory_path().string(), std::string("/dev/zero")}) {
+  for (const std::string& not_a_file : {dmuon::test::temp_dir().string(), std::string("/dev/zero")}) {
     try {
       dmuon::read_npy(not_a_file);
       FAIL("no error for " << not_a_file);

@@ -120,9 +120,9 @@ TEST_CASE("a mesh whose rank count does not fit an int is refused", "[reliabilit
 TEST_CASE("every prefix of every shipped scenario, model and golden file loads or fails cleanly",
           "[reliability]") {
   // A deterministic slice of what the fuzzers do, run in every CI build: cut each seed file at
-  // many points and load it with every loader that takes such a file.
+  // many points and load it with every loader that takes such a file (the fuzzers' seed folders).
   std::vector<std::filesystem::path> files;
-  for (const char* dir : {"/scenarios", "/tests/golden"}) {
+  for (const char* dir : {"/scenarios", "/tests/golden", "/tests/data"}) {
     for (const auto& e : std::filesystem::recursive_directory_iterator(std::string(DMUON_SOURCE_DIR) + dir)) {
       if (e.is_regular_file()) files.push_back(e.path());
     }

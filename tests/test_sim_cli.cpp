@@ -7,6 +7,7 @@
 
 #include "catch_compat.hpp"
 #include "run_command.hpp"
+#include "test_temp_dir.hpp"
 
 namespace {
 
@@ -15,7 +16,8 @@ using Outcome = CommandOutcome;
 Outcome run(const std::string& args) { return run_command(std::string(DMUON_SIM_EXE), args); }
 
 const std::string kDir = std::string(DMUON_SOURCE_DIR) + "/scenarios/";
-const std::string kTmp = std::string(CMAKE_BINARY_DIR_FOR_TESTS) + "/sim-cli-";
+// Every file the tests write: the process's own temporary directory.
+const std::string kTmp = dmuon::test::temp_path("sim-cli-");
 
 }  // namespace
 

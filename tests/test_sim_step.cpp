@@ -8,6 +8,7 @@
 #include "catch_compat.hpp"
 #include "core/error.hpp"
 #include "sim/strategy_run.hpp"
+#include "test_temp_dir.hpp"
 
 using namespace dmuon;
 
@@ -96,7 +97,7 @@ TEST_CASE("the Plan as the benchmark runs it: collectives only around the optimi
 
 TEST_CASE("the Chrome trace has one process per node and one thread per GPU stream", "[sim][step][trace]") {
   const Scenario s = parse_scenario(scenario_text(2, 2, 80), "step.yaml");
-  const std::string file = std::string(DMUON_SOURCE_DIR) + "/build-test-sim-trace.json";
+  const std::string file = dmuon::test::temp_path("trace.json");
   run(s, Strategy::dedicated, SimMode::fast, file);
   std::ifstream in(file);
   REQUIRE(in);

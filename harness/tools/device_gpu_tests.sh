@@ -2,7 +2,7 @@
 # One device call: build every target the GPU machine can build (no SimGrid there), then run the
 # whole CTest suite (GPU tests run for real; CPU tests too) and dmuon-verify on both GPU backends.
 # Run from the repository root on the GPU machine with $OUT set; writes $OUT/run.log,
-# $OUT/ctest.txt, $OUT/verify-cuda.json and $OUT/verify-nccl.json. Needs .boost-po
+# $OUT/ctest.txt, $OUT/verify-{cuda,nccl}.{json,txt}. Needs .boost-po
 # (bash ../shared/tools/stage-boost-po.sh .boost-po) carried along.
 set -o pipefail
 OUT=${OUT:?set OUT}
@@ -18,12 +18,15 @@ say "ctest"
 ctest --test-dir build-dev -j4 --timeout 900 --output-on-failure > $OUT/ctest.txt 2>&1
 echo "ctest exit $?" >> "$LOG"
 grep -E "tests passed|Failed|\*\*\*|Test +#" $OUT/ctest.txt | tail -60 >> "$LOG"
+# A GPU test that could not run here exits 77 (CTest: "***Skipped"); each skipped case printed
+# "SKIP <what>: <why>". Both are 0 on a machine with the GPUs the tests need.
+echo "ctest skipped tests: $(grep -c '\*\*\*Skipped' $OUT/ctest.txt)" >> "$LOG"
 grep -h "^SKIP" build-dev/Testing/Temporary/LastTest.log | sort | uniq -c >> "$LOG"
 say "dmuon-verify --backend cuda"
-./build-dev/harness/dmuon-verify --backend cuda --json $OUT/verify-cuda.json > /tmp/verify-cuda.txt 2>&1
-echo "verify cuda exit $?" >> "$LOG"; tail -3 /tmp/verify-cuda.txt >> "$LOG"
+./build-dev/harness/dmuon-verify --backend cuda --json $OUT/verify-cuda.json > $OUT/verify-cuda.txt 2>&1
+echo "verify cuda exit $?" >> "$LOG"; tail -3 $OUT/verify-cuda.txt >> "$LOG"
 say "dmuon-verify --backend nccl"
-./build-dev/harness/dmuon-verify --backend nccl --json $OUT/verify-nccl.json > /tmp/verify-nccl.txt 2>&1
-echo "verify nccl exit $?" >> "$LOG"; tail -3 /tmp/verify-nccl.txt >> "$LOG"
+./build-dev/harness/dmuon-verify --backend nccl --json $OUT/verify-nccl.json > $OUT/verify-nccl.txt 2>&1
+echo "verify nccl exit $?" >> "$LOG"; tail -3 $OUT/verify-nccl.txt >> "$LOG"
 say "done"
 tail -c 9000 "$LOG"
