@@ -11,6 +11,7 @@
 
 #include "core/device_profile.hpp"
 #include "core/dtype.hpp"
+#include "core/ns_efficiency.hpp"
 #include "core/ns_flops.hpp"
 #include "core/plan.hpp"
 
@@ -25,11 +26,13 @@ struct NsMeasurement {
   std::vector<int> restarts;  // Gram only
   int batch = 1;
   double seconds = 0;  // the whole batched call
+  bool operator==(const NsMeasurement&) const = default;
 };
 
 // Bandwidth the fused elementwise kernels reached (bytes as counted by the CostModel helpers).
 struct ElementwiseRates {
   std::optional<double> momentum_GBps, update_GBps, adamw_GBps;
+  bool operator==(const ElementwiseRates&) const = default;
 };
 
 // A measured size curve: (x, seconds) points with x strictly increasing (bytes for collectives
@@ -38,14 +41,18 @@ struct ElementwiseRates {
 // floor); above the last point the last point's rate (seconds proportional to x).
 struct SizeCurve {
   std::vector<std::pair<double, double>> points;
+  // Throws dmuon::Error for an empty curve or x < 0 / NaN; a point's own x answers its seconds
+  // exactly.
   double seconds_at(double x) const;
   bool empty() const { return points.empty(); }
+  bool operator==(const SizeCurve&) const = default;
 };
 
 // One elementwise kernel family timed against size by `dmuon-bench calibrate` (bytes as the
 // CostModel helpers count them; copy: bytes read + written of a device-to-device copy).
 struct ElementwiseCurves {
   SizeCurve momentum, muon_update, adamw, copy;
+  bool operator==(const ElementwiseCurves&) const = default;
 };
 
 // One NCCL collective timed on one communicator shape, 4 KiB to 1 GiB: x = nccl-tests "size"
@@ -55,6 +62,7 @@ struct CollectiveCurve {
   int ranks = 1;                     // communicator size
   int nodes = 1;                     // nodes it spans (1: NVLink / local only)
   SizeCurve curve;
+  bool operator==(const CollectiveCurve&) const = default;
 };
 
 // Forward/backward building blocks measured on the GPU (harness/tools/measure_layers.py, on
@@ -62,16 +70,19 @@ struct CollectiveCurve {
 struct GemmTiming {    // a bf16 linear layer y = x W^T, x: tokens x in_features
   long tokens = 0, in_features = 0, out_features = 0;
   double forward_s = 0, backward_s = 0;  // backward: dgrad + wgrad
+  bool operator==(const GemmTiming&) const = default;
 };
 struct AttentionTiming {  // causal scaled-dot-product attention (flash), bf16
   long samples = 0, seq_len = 0, heads = 0, kv_heads = 0, head_dim = 0;
   double forward_s = 0, backward_s = 0;
+  bool operator==(const AttentionTiming&) const = default;
 };
 struct LayerTiming {  // one piece of a real model, on the model's own code
   std::string model;  // model name (ModelSpec::name)
   std::string part;   // "block" (one decoder layer), "embedding", "head" (final norm + LM head + loss)
   long micro_batch = 0, seq_len = 0;
   double forward_s = 0, backward_s = 0;
+  bool operator==(const LayerTiming&) const = default;
 };
 struct ForwardBackwardTable {
   std::string source;  // tool, framework versions, date
@@ -79,6 +90,7 @@ struct ForwardBackwardTable {
   std::vector<AttentionTiming> attention;
   std::vector<LayerTiming> layers;
   std::optional<double> elementwise_GBps;  // PyTorch's elementwise kernels (norms, activations)
+  bool operator==(const ForwardBackwardTable&) const = default;
 };
 
 // Calibration file (YAML), written by the GPU benchmark and read by the simulator:
@@ -106,7 +118,10 @@ struct ForwardBackwardTable {
 //     layers: [{model: qwen2.5-3b, part: block, micro_batch: 2, seq_len: 2048,
 //               forward_s: ..., backward_s: ...}, ...]
 // `restarts` is optional (default none). Reading is strict: unknown or repeated keys,
-// seconds <= 0 and two entries for the same measurement fail with file:line: key.
+// seconds <= 0 and two entries for the same measurement fail with file:line: key; so do a
+// curve whose x is not > 0 and strictly increasing, an unknown collective kind, two curves
+// for one (kind, ranks, nodes), nodes > ranks, and a layer part other than block, embedding,
+// head. forward_backward needs `source`; its lists and elementwise_GBps are optional.
 struct CalibrationTable {
   std::string gpu;
   std::string source;
@@ -120,6 +135,7 @@ struct CalibrationTable {
   ElementwiseCurves elementwise_curves;       // key elementwise_curves
   std::vector<CollectiveCurve> collectives;   // key collectives
   std::optional<ForwardBackwardTable> forward_backward;  // key forward_backward
+  bool operator==(const CalibrationTable&) const = default;
 };
 
 CalibrationTable parse_calibration(const YamlValue& root);
@@ -132,12 +148,21 @@ void save_calibration(const CalibrationTable& table, const std::string& file);
 // calibration has one, the HBM copy bandwidth otherwise.
 enum class ElementwiseKind { generic, momentum, muon_update, adamw };
 
-// A time and where it came from: "calibration" (a measured entry or an interpolation between
-// two) or "roofline" (the device profile).
+// A time and where it came from. Newton-Schulz: "measured" (an entry for exactly this call),
+// "interpolated" (from measured entries of the same kernel, dtype, steps and restarts) or
+// "roofline" (device peak x the profile's small-shape efficiency: nothing measured for it).
+// Elementwise: "measured" (a size curve of that kernel), "interpolated" (a GB/s rate measured
+// at one size, applied at this one) or "datasheet" (the profile's HBM bandwidth).
 struct NsTime {
   double seconds = 0;
   std::string_view source;
 };
+using ElementwiseTime = NsTime;
+
+// The class a source string counts under in the simulator's shares of predicted time:
+// "measured" (also "measured total": training.fwd_bwd_seconds), "interpolated", and
+// "datasheet" for everything else (roofline, modelled links, MFU assumption).
+std::string_view source_class(std::string_view source);
 
 class CostModel {
  public:
@@ -145,9 +170,16 @@ class CostModel {
   // timings) replace the profile's. Throws dmuon::Error when the table names another GPU.
   explicit CostModel(DeviceProfile device, std::optional<CalibrationTable> calibration = std::nullopt);
 
-  // One batched call of `batch` same-shape matrices. A measured entry with the same (min dim,
-  // max dim, kernel, dtype, steps, restarts, batch) answers directly; a batch between two
-  // measured batches of that shape is interpolated linearly; anything else is the roofline.
+  // One batched call of `batch` same-shape matrices, m = min dim, n = max dim:
+  //  1. "measured": an entry with the same (m, n, kernel, dtype, steps, restarts, batch);
+  //  2. "interpolated": a batch between two measured batches of this shape: seconds linear in
+  //     batch between them;
+  //  3. "interpolated": other entries of this (kernel, dtype, steps, restarts): each has an
+  //     efficiency e = ns_flops * batch / (seconds * gemm_tflops) (launches included, so an
+  //     entry is reproduced exactly); e is interpolated piecewise linearly in log2 m, log2 n
+  //     and log2 batch, and the time is ns_flops * batch / (e * gemm_tflops). See
+  //     ns_efficiency.hpp for the order of the axes and the clamping outside the grid;
+  //  4. "roofline": nothing measured for this (kernel, dtype, steps, restarts).
   NsTime ns_time(long rows, long cols, NsKernel kernel, DType dtype, int steps,
                  const std::vector<int>& restarts, int batch) const;
   double ns_seconds(long rows, long cols, NsKernel kernel, DType dtype, int steps,
@@ -161,8 +193,21 @@ class CostModel {
   double ns_roofline_seconds(long rows, long cols, NsKernel kernel, DType dtype, int steps,
                              const std::vector<int>& restarts, int batch) const;
 
-  // bytes / bandwidth + one launch: a fused elementwise kernel is bandwidth-bound.
-  double elementwise_seconds(double bytes, ElementwiseKind kind = ElementwiseKind::generic) const;
+  // The calibration's size curve of that kernel (generic: the copy curve) when it has one;
+  // else bytes / bandwidth + one launch (a fused elementwise kernel is bandwidth-bound), at the
+  // calibration's measured GB/s of that kernel, else its (or the profile's) hbm_GBps.
+  ElementwiseTime elementwise_time(double bytes, ElementwiseKind kind = ElementwiseKind::generic) const;
+  double elementwise_seconds(double bytes, ElementwiseKind kind = ElementwiseKind::generic) const {
+    return elementwise_time(bytes, kind).seconds;
+  }
+
+  // One NCCL call of `kind` on a communicator of `ranks` GPUs over `nodes` nodes moving `bytes`
+  // (nccl-tests "size"), from the calibration's curve for exactly that (kind, ranks, nodes);
+  // nullopt when it has none.
+  std::optional<double> collective_seconds(OpKind kind, int ranks, int nodes, double bytes) const;
+
+  // One kernel launch: the calibration's launch_overhead_us when it has one, else the profile's.
+  double launch_overhead_s() const;
 
   // Bytes one fused elementwise pass moves per step over `numel` elements, for a bf16 model
   // with fp32 master weights and fp32 optimizer state (DESIGN.md "Exact semantics").
@@ -184,11 +229,15 @@ class CostModel {
   // (min dim, max dim, kernel, dtype, steps, restarts) -> batch -> seconds
   using ShapeKey = std::tuple<long, long, NsKernel, DType, int, std::vector<int>>;
   std::optional<double> calibrated_seconds(const ShapeKey& key, int batch) const;
+  // (kernel, dtype, steps, restarts) -> measured entries as efficiency points
+  using FamilyKey = std::tuple<NsKernel, DType, int, std::vector<int>>;
 
   DeviceProfile device_;
   std::optional<CalibrationTable> calibration_;
   double gemm_tflops_ = 0, hbm_GBps_ = 0;
   std::map<ShapeKey, std::map<int, double>> measured_;
+  std::map<FamilyKey, NsEfficiencyGrid> efficiency_;
+  std::map<std::tuple<OpKind, int, int>, std::size_t> collective_curves_;  // -> calibration_->collectives
 };
 
 }  // namespace dmuon

@@ -214,14 +214,17 @@ TEST_CASE("cost model: calibration first, interpolation in batch, roofline other
   // Exact entry, either orientation.
   auto t = model.ns_time(14336, 4096, NsKernel::gram, DType::fp16, 5, {2}, 1);
   CHECK(t.seconds == 4.12e-3);
-  CHECK(t.source == "calibration");
+  CHECK(t.source == "measured");
   CHECK(model.ns_seconds(2048, 768, NsKernel::standard, DType::bf16, 5, {}, 8) == 3.0e-4);
   // Between batches 8 and 64 of one shape: linear.
   t = model.ns_time(768, 2048, NsKernel::standard, DType::bf16, 5, {}, 36);
-  CHECK(t.source == "calibration");
+  CHECK(t.source == "interpolated");
   CHECK(t.seconds == Approx(3.0e-4 + (36 - 8) / 56.0 * (1.7e-3 - 3.0e-4)));
-  // Beyond the measured batches, another restart list, another dtype: roofline.
-  CHECK(model.ns_time(768, 2048, NsKernel::standard, DType::bf16, 5, {}, 65).source == "roofline");
+  // Beyond the measured batches: batch 64's efficiency (clamped), so seconds scale with batch.
+  t = model.ns_time(768, 2048, NsKernel::standard, DType::bf16, 5, {}, 65);
+  CHECK(t.source == "interpolated");
+  CHECK(t.seconds == Approx(1.7e-3 * 65 / 64));
+  // Another restart list, another dtype: nothing measured for that kernel and dtype: roofline.
   CHECK(model.ns_time(4096, 14336, NsKernel::gram, DType::fp16, 5, {}, 1).source == "roofline");
   CHECK(model.ns_time(4096, 14336, NsKernel::gram, DType::bf16, 5, {2}, 1).source == "roofline");
   CHECK_THROWS_WITH(CostModel(device_profile("h200"), sample_table()), Catch::Contains("measured on gpu 'h100-sxm'"));

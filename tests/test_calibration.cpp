@@ -1,0 +1,248 @@
+// Calibration file v2 (core/calibration.hpp): strict reading with file:line: key, exact round
+// trips, and the cost model's use of it against closed forms: size curves (power law between
+// points), Newton-Schulz efficiency interpolation, elementwise curves, collective curves.
+#include <cmath>
+#include <string>
+
+#include "catch_compat.hpp"
+#include "test_temp_dir.hpp"
+#include "core/calibration.hpp"
+#include "core/error.hpp"
+#include "core/ns_flops.hpp"
+
+using namespace dmuon;
+
+namespace {
+
+const char* kV2 = R"Y(gpu: h200
+source: "dmuon-bench calibrate (test fixture)"
+gemm_tflops: 800
+hbm_GBps: 4000
+ns:
+  - {rows: 2048, cols: 768, kernel: standard, dtype: bf16, steps: 5, batch: 1, seconds: 0.0001}
+commit: 73d22eb
+date: "2026-11-23 11:02 UTC"
+machine: "2 x NVIDIA H200"
+launch_overhead_us: 2.5
+elementwise_curves:
+  momentum: [[4096, 3.0e-06], [1048576, 4.0e-06], [1073741824, 0.0004]]
+  copy: [[4096, 2.0e-06], [1073741824, 0.0003]]
+collectives:
+  - {kind: all_gather, ranks: 2, nodes: 1, points: [[4096, 1.2e-05], [1048576, 2.5e-05], [1073741824, 0.008]]}
+  - {kind: all_reduce, ranks: 2, nodes: 1, points: [[4096, 1.5e-05], [1073741824, 0.012]]}
+forward_backward:
+  source: "measure_layers.py (test fixture)"
+  elementwise_GBps: 2900
+  gemm: [{tokens: 4096, in: 2048, out: 11008, forward_s: 0.0004, backward_s: 0.0008}]
+  attention: [{samples: 2, seq_len: 2048, heads: 16, kv_heads: 2, head_dim: 128, forward_s: 0.0003, backward_s: 0.0009}]
+  layers: [{model: qwen2.5-3b, part: block, micro_batch: 2, seq_len: 2048, forward_s: 0.002, backward_s: 0.004}]
+)Y";
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  if (at == std::string::npos) throw std::logic_error("fixture has no '" + from + "'");
+  text.replace(at, from.size(), to);
+  return text;
+}
+
+CalibrationTable parse_text(const std::string& text) { return parse_calibration(YamlValue::load_string(text, "c.yaml")); }
+
+DeviceProfile h200() { return device_profile("h200"); }
+
+}  // namespace
+
+TEST_CASE("a v2 calibration file loads every key", "[calibration]") {
+  const auto t = parse_text(kV2);
+  CHECK(t.commit == "73d22eb");
+  CHECK(t.date == "2026-11-23 11:02 UTC");
+  CHECK(t.machine == "2 x NVIDIA H200");
+  CHECK(t.launch_overhead_us == 2.5);
+  CHECK(t.elementwise_curves.momentum.points.size() == 3);
+  CHECK(t.elementwise_curves.copy.points.size() == 2);
+  CHECK(t.elementwise_curves.adamw.empty());
+  REQUIRE(t.collectives.size() == 2);
+  CHECK(t.collectives[0].kind == OpKind::all_gather);
+  CHECK(t.collectives[0].curve.points[1] == std::pair<double, double>{1048576, 2.5e-05});
+  REQUIRE(t.forward_backward);
+  CHECK(t.forward_backward->elementwise_GBps == 2900);
+  REQUIRE(t.forward_backward->gemm.size() == 1);
+  CHECK(t.forward_backward->gemm[0].out_features == 11008);
+  CHECK(t.forward_backward->attention.at(0).kv_heads == 2);
+  CHECK(t.forward_backward->layers.at(0).part == "block");
+}
+
+TEST_CASE("the calibration reader refuses bad v2 files naming file:line: key", "[calibration]") {
+  const auto fails = [](const std::string& text, const std::string& message) {
+    INFO(message);
+    CHECK_THROWS_WITH(parse_text(text), Catch::Contains(message));
+  };
+  fails(replaced(kV2, "ranks: 2, nodes: 1, points: [[4096, 1.2e-05]", "ranks: 2, nodes: 1, busbw: 3, points: [[4096, 1.2e-05]"),
+        "c.yaml:15: collectives[0].busbw: unknown key");
+  fails(replaced(kV2, "[1048576, 2.5e-05]", "[4096, 2.5e-05]"),
+        "c.yaml:15: collectives[0].points[1]: x must be > 0 and strictly increasing");
+  fails(replaced(kV2, "[1048576, 4.0e-06]", "[1024, 4.0e-06]"),
+        "c.yaml:12: elementwise_curves.momentum[1]: x must be > 0 and strictly increasing");
+  fails(replaced(kV2, "kind: all_reduce, ranks: 2", "kind: all_gather, ranks: 2"),
+        "c.yaml:16: collectives[1]: measures the same call as collectives[0] (line 15)");
+  fails(replaced(kV2, "kind: all_reduce", "kind: allreduce"), "c.yaml:16: collectives[1].kind: unknown collective kind 'allreduce'");
+  fails(replaced(kV2, "kind: all_reduce", "kind: momentum"), "collectives[1].kind: unknown collective kind 'momentum'");
+  fails(replaced(kV2, "[4096, 1.5e-05]", "[4096, 0]"), "c.yaml:16: collectives[1].points[0]: seconds must be > 0");
+  fails(replaced(kV2, "[4096, 1.5e-05]", "[4096, -1e-05]"), "collectives[1].points[0]: seconds must be > 0");
+  fails(replaced(kV2, "forward_s: 0.0004", "forward_s: 0"), "c.yaml:20: forward_backward.gemm[0].forward_s: must be > 0");
+  fails(replaced(kV2, "ranks: 2, nodes: 1, points: [[4096, 1.5e", "ranks: 2, nodes: 3, points: [[4096, 1.5e"),
+        "collectives[1].nodes: a communicator of 2 ranks spans at most that many nodes");
+  fails(replaced(kV2, "[[4096, 1.5e-05], [1073741824, 0.012]]", "[]"), "collectives[1].points: needs at least one");
+  fails(replaced(kV2, "[1073741824, 0.012]", "[1073741824]"), "collectives[1].points[1]: expected [x, seconds]");
+  fails(replaced(kV2, "part: block", "part: mlp"), "c.yaml:22: forward_backward.layers[0].part: expected block, embedding or head");
+  fails(replaced(kV2, "  source: \"measure_layers.py (test fixture)\"\n", ""), "forward_backward: missing required key 'source'");
+  fails(replaced(kV2, "kv_heads: 2", "kv_heads: 3"), "forward_backward.attention[0].kv_heads: must divide heads (16)");
+  fails(replaced(kV2, "launch_overhead_us: 2.5", "launch_overhead_us: 0"), "c.yaml:10: launch_overhead_us: must be > 0");
+  fails(replaced(kV2, "launch_overhead_us: 2.5", "launch_overhead_us: 2.5\nlaunch_overhead_us: 3"),
+        "launch_overhead_us: repeated key");
+  fails(replaced(kV2, "  copy:", "  cast:"), "c.yaml:13: elementwise_curves.cast: unknown key");
+  fails(replaced(kV2, "commit: 73d22eb", "commit: \"\""), "c.yaml:7: commit: must not be empty");
+  const std::string two_gemms = replaced(kV2, "backward_s: 0.0008}]", "backward_s: 0.0008}, {tokens: 4096, in: 2048, out: 11008, forward_s: 1, backward_s: 2}]");
+  fails(two_gemms, "forward_backward.gemm[1]: measures the same call as forward_backward.gemm[0]");
+}
+
+TEST_CASE("v1 calibration files still load; save -> load is exact", "[calibration]") {
+  const auto v1 = load_calibration(std::string(DMUON_SOURCE_DIR) + "/scenarios/calibration/h100-sxm.yaml");
+  CHECK(v1.gpu == "h100-sxm");
+  CHECK(!v1.ns.empty());
+  CHECK(v1.collectives.empty());
+  CHECK(!v1.forward_backward);
+  CHECK(!v1.launch_overhead_us);
+  for (const auto& table : {v1, parse_text(kV2)}) {
+    const auto file = dmuon::test::temp_path("round-trip.yaml");
+    save_calibration(table, file);
+    const auto back = load_calibration(file);
+    CHECK(back == table);  // every key, every number bit for bit
+    CHECK(calibration_to_yaml(back) == calibration_to_yaml(table));
+  }
+  // A number that needs all 17 digits survives too.
+  auto t = parse_text(kV2);
+  t.collectives[0].curve.points[0].second = 0.1 + 0.2;
+  t.forward_backward->layers[0].backward_s = std::nextafter(0.004, 1.0);
+  CHECK(parse_text(calibration_to_yaml(t)) == t);
+}
+
+TEST_CASE("a size curve is a power law between points, a floor below, a constant rate above", "[calibration]") {
+  // seconds = 1e-5 (x / 1024)^0.5 from 1024 to 4096, then (x / 4096)^1 x 2e-5 up to 16384.
+  const SizeCurve c{{{1024, 1e-5}, {4096, 2e-5}, {16384, 8e-5}}};
+  CHECK(c.seconds_at(1024) == 1e-5);
+  CHECK(c.seconds_at(4096) == 2e-5);
+  CHECK(c.seconds_at(16384) == 8e-5);
+  CHECK(c.seconds_at(2048) == Approx(1e-5 * std::sqrt(2.0)).epsilon(1e-12));
+  CHECK(c.seconds_at(3000) == Approx(1e-5 * std::pow(3000 / 1024.0, 0.5)).epsilon(1e-12));
+  CHECK(c.seconds_at(8192) == Approx(4e-5).epsilon(1e-12));
+  CHECK(c.seconds_at(10) == 1e-5);  // launch/latency floor
+  CHECK(c.seconds_at(0) == 1e-5);
+  CHECK(c.seconds_at(65536) == Approx(3.2e-4).epsilon(1e-12));  // the last point's bytes/s
+  CHECK_THROWS_AS(c.seconds_at(-1), Error);
+  CHECK_THROWS_AS(c.seconds_at(std::nan("")), Error);
+  CHECK_THROWS_AS(SizeCurve{}.seconds_at(1), Error);
+}
+
+TEST_CASE("Newton-Schulz efficiency is interpolated in log2 m, log2 n, log2 batch", "[calibration][cost]") {
+  // A grid from an efficiency linear in the logs: interpolation must reproduce it in between.
+  const auto efficiency = [](double m, double n, double b) {
+    return 0.05 + 0.03 * std::log2(m) + 0.02 * std::log2(n) + 0.04 * std::log2(b);
+  };
+  CalibrationTable t;
+  t.gpu = "h200";
+  t.gemm_tflops = 800;
+  t.hbm_GBps = 4000;
+  const double rate = 800e12;
+  for (long m : {256L, 1024L, 4096L}) {
+    for (long n : {4096L, 8192L, 16384L}) {
+      for (int b : {1, 4}) {
+        const double flops = ns_flops(NsKernel::gram, m, n, 5, {2}) * b;
+        t.ns.push_back({n, m, NsKernel::gram, DType::fp16, 5, {2}, b, flops / (efficiency(m, n, b) * rate)});
+      }
+    }
+  }
+  const CostModel model(h200(), t);
+  const auto expect = [&](long m, long n, int b, double e, const char* source) {
+    INFO(m << "x" << n << " batch " << b);
+    const auto got = model.ns_time(m, n, NsKernel::gram, DType::fp16, 5, {2}, b);
+    CHECK(got.source == std::string(source));
+    CHECK(got.seconds == Approx(ns_flops(NsKernel::gram, m, n, 5, {2}) * b / (e * rate)).epsilon(1e-12));
+  };
+  SECTION("measured entries answer exactly") {
+    for (const auto& e : t.ns) {
+      const auto got = model.ns_time(e.rows, e.cols, e.kernel, e.dtype, e.steps, e.restarts, e.batch);
+      CHECK(got.seconds == e.seconds);
+      CHECK(got.source == "measured");
+    }
+  }
+  SECTION("between grid points: the linear function exactly") {
+    expect(512, 6000, 1, efficiency(512, 6000, 1), "interpolated");
+    expect(2048, 12000, 4, efficiency(2048, 12000, 4), "interpolated");
+    expect(600, 5000, 2, efficiency(600, 5000, 2), "interpolated");
+    expect(3000, 9000, 3, efficiency(3000, 9000, 3), "interpolated");
+    expect(6000, 512, 2, efficiency(512, 6000, 2), "interpolated");  // rows x cols in either order
+  }
+  SECTION("outside the grid: the nearest edge, per axis") {
+    expect(128, 32768, 8, efficiency(256, 16384, 4), "interpolated");
+    expect(8192, 8192, 1, efficiency(4096, 8192, 1), "interpolated");
+    expect(512, 2048, 1, efficiency(512, 4096, 1), "interpolated");
+  }
+  SECTION("a measured shape between two measured batches: seconds linear in batch") {
+    const auto s1 = model.ns_seconds(1024, 8192, NsKernel::gram, DType::fp16, 5, {2}, 1);
+    const auto s4 = model.ns_seconds(1024, 8192, NsKernel::gram, DType::fp16, 5, {2}, 4);
+    const auto got = model.ns_time(1024, 8192, NsKernel::gram, DType::fp16, 5, {2}, 2);
+    CHECK(got.source == "interpolated");
+    CHECK(got.seconds == Approx(s1 + (s4 - s1) / 3).epsilon(1e-12));
+  }
+  SECTION("another kernel, dtype, step count or restart list: the roofline") {
+    CHECK(model.ns_time(1024, 8192, NsKernel::gram, DType::fp16, 5, {3}, 1).source == "roofline");
+    CHECK(model.ns_time(1024, 8192, NsKernel::gram, DType::bf16, 5, {2}, 1).source == "roofline");
+    CHECK(model.ns_time(1024, 8192, NsKernel::standard, DType::fp16, 5, {}, 1).source == "roofline");
+    CHECK(model.ns_time(1024, 8192, NsKernel::gram, DType::fp16, 6, {2}, 1).source == "roofline");
+  }
+}
+
+TEST_CASE("elementwise: measured curve, else a measured rate, else the datasheet", "[calibration][cost]") {
+  const auto t = parse_text(kV2);
+  const CostModel model(h200(), t);
+  auto e = model.elementwise_time(1048576, ElementwiseKind::momentum);
+  CHECK(e.source == "measured");
+  CHECK(e.seconds == 4.0e-06);
+  e = model.elementwise_time(2 * 1073741824.0, ElementwiseKind::momentum);
+  CHECK(e.seconds == Approx(8e-4).epsilon(1e-12));
+  // generic: the copy curve.
+  e = model.elementwise_time(100);
+  CHECK(e.source == "measured");
+  CHECK(e.seconds == 2.0e-06);
+  // No AdamW curve and no AdamW rate: the table's hbm_GBps plus its launch_overhead_us.
+  e = model.elementwise_time(4e9, ElementwiseKind::adamw);
+  CHECK(e.source == "interpolated");
+  CHECK(e.seconds == Approx(1e-3 + 2.5e-6).epsilon(1e-12));
+  CHECK(model.launch_overhead_s() == Approx(2.5e-6).epsilon(1e-15));
+  const CostModel plain(h200());
+  e = plain.elementwise_time(4.8e9);
+  CHECK(e.source == "datasheet");
+  CHECK(plain.launch_overhead_s() == Approx(h200().launch_overhead_us * 1e-6).epsilon(1e-15));
+  CHECK(e.seconds == Approx(4.8e9 / (h200().hbm_GBps * 1e9) + plain.launch_overhead_s()).epsilon(1e-12));
+}
+
+TEST_CASE("collective_seconds follows the curve of exactly that kind and communicator", "[calibration][cost]") {
+  const CostModel model(h200(), parse_text(kV2));
+  CHECK(model.collective_seconds(OpKind::all_gather, 2, 1, 1048576) == 2.5e-05);
+  CHECK(*model.collective_seconds(OpKind::all_gather, 2, 1, 2048) == 1.2e-05);
+  const double mid = std::sqrt(1048576.0 * 1073741824.0);
+  CHECK(*model.collective_seconds(OpKind::all_gather, 2, 1, mid) == Approx(std::sqrt(2.5e-05 * 0.008)).epsilon(1e-12));
+  CHECK(!model.collective_seconds(OpKind::all_gather, 4, 1, 1e6));
+  CHECK(!model.collective_seconds(OpKind::all_gather, 2, 2, 1e6));
+  CHECK(!model.collective_seconds(OpKind::broadcast, 2, 1, 1e6));
+  CHECK(!CostModel(h200()).collective_seconds(OpKind::all_gather, 2, 1, 1e6));
+}
+
+TEST_CASE("source classes: measured, interpolated, datasheet", "[calibration]") {
+  CHECK(source_class("measured") == "measured");
+  CHECK(source_class("measured total") == "measured");
+  CHECK(source_class("interpolated") == "interpolated");
+  CHECK(source_class("roofline") == "datasheet");
+  CHECK(source_class("datasheet") == "datasheet");
+  CHECK(source_class("modelled") == "datasheet");
+}
