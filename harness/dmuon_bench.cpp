@@ -3,6 +3,8 @@
 //            (harness/dmuon_bench_step.*)
 //   kernels  Newton-Schulz and elementwise kernels, torch baseline, calibration file
 //            (plugs in below where DMUON_BENCH_HAVE_KERNELS is defined)
+//   calibrate  everything the simulator prices for a scenario, measured on this machine
+//            (harness/dmuon_bench_calibrate.*; where both of the above are built)
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -12,6 +14,9 @@
 #endif
 #ifdef DMUON_BENCH_HAVE_KERNELS
 #include "harness/dmuon_bench_kernels.hpp"  // int dmuon::bench::kernels_command(int argc, char** argv)
+#endif
+#ifdef DMUON_BENCH_HAVE_CALIBRATE
+#include "harness/dmuon_bench_calibrate.hpp"
 #endif
 
 namespace {
@@ -23,6 +28,9 @@ int usage(std::ostream& out, int code) {
 #endif
 #ifdef DMUON_BENCH_HAVE_KERNELS
          "  kernels   Newton-Schulz and elementwise kernel benchmarks, calibration file\n"
+#endif
+#ifdef DMUON_BENCH_HAVE_CALIBRATE
+         "  calibrate measure everything the simulator prices for a scenario (calibration file)\n"
 #endif
       ;
   return code;
@@ -41,6 +49,9 @@ int main(int argc, char** argv) {
 #ifdef DMUON_BENCH_HAVE_KERNELS
   // ---- `kernels` (issue [C]) plugs in here ----
   if (sub == "kernels") return dmuon::bench::kernels_command(argc - 1, argv + 1);
+#endif
+#ifdef DMUON_BENCH_HAVE_CALIBRATE
+  if (sub == "calibrate") return dmuon::bench::calibrate_command(argc - 1, argv + 1);
 #endif
   std::cerr << "dmuon-bench: unknown subcommand '" << sub << "'\n";
   return usage(std::cerr, 2);

@@ -1,9 +1,6 @@
 #include "harness/dmuon_bench_kernels.hpp"
 
 #include <algorithm>
-#include <cctype>
-#include <chrono>
-#include <ctime>
 #include <iostream>
 #include <sstream>
 
@@ -11,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "harness/bench/kernel_report.hpp"
+#include "harness/bench/provenance.hpp"
 #include "kernels/ceilings.hpp"
 #include "kernels/device_query.hpp"
 
@@ -73,32 +71,10 @@ bool parse(int argc, char** argv, Args& a) {
   return true;
 }
 
-std::string profile_of(const std::string& gpu) {
-  std::string upper = gpu;
-  std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
-  if (upper.find("H100") != std::string::npos) return "h100-sxm";
-  if (upper.find("H200") != std::string::npos) return "h200";
-  if (upper.find("A800") != std::string::npos) return "a800-sxm4-80gb";
-  throw Error("no device profile for GPU '" + gpu + "': pass --profile NAME");
-}
-
-std::string utc_now() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", std::gmtime(&t));
-  return buf;
-}
-
-std::string command_line(int argc, char** argv) {
-  std::string c = "dmuon-bench";
-  for (int i = 0; i < argc; ++i) c += std::string(" ") + argv[i];
-  return c;
-}
-
 void run(const Args& a, KernelBench& b, const std::vector<BenchShape>& shapes) {
   const auto devices = cuda::visible_devices();
   b.gpu_name = devices.at(0).name;
-  b.profile = a.profile.empty() ? profile_of(b.gpu_name) : a.profile;
+  b.profile = a.profile.empty() ? profile_for_gpu(b.gpu_name) : a.profile;
   std::cerr << "dmuon-bench kernels: " << b.gpu_name << ", " << shapes.size() << " shapes\n";
   b.gemm_tflops = cuda::measure_gemm_tflops(a.gemm_size, 10);
   b.hbm_GBps = cuda::measure_copy_GBps(std::size_t{1} << 30, 10);

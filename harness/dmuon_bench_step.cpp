@@ -1,7 +1,5 @@
 #include "harness/dmuon_bench_step.hpp"
 
-#include <chrono>
-#include <ctime>
 #include <filesystem>
 #include <iostream>
 
@@ -13,6 +11,7 @@
 #include "core/routing.hpp"
 #include "core/scenario.hpp"
 #include "core/step_planner.hpp"
+#include "harness/bench/provenance.hpp"
 #include "harness/dmuon_bench_step_report.hpp"
 #include "kernels/device_query.hpp"
 #include "kernels/executor_bench.hpp"
@@ -57,15 +56,8 @@ bool parse(int argc, char** argv, Args& a) {
   po::notify(vm);
   if (a.backend != "nccl") throw Error("--backend: '" + a.backend + "' cannot measure a step (available: nccl)");
   exec::validate(a.bench);
-  for (int i = 0; i < argc; ++i) a.command += (i ? " " : "dmuon-bench ") + std::string(argv[i]);
+  a.command = command_line(argc, argv);
   return true;
-}
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", std::gmtime(&t));
-  return buf;
 }
 
 // "NVIDIA H200" -> "h200"; "NVIDIA H100 80GB HBM3" -> "h100".

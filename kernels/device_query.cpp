@@ -37,4 +37,13 @@ std::vector<DeviceInfo> visible_devices() {
   return out;
 }
 
+std::string cuda_versions() {
+  int driver = 0, runtime = 0;
+  DMUON_CUDA_CHECK(cudaDriverGetVersion(&driver));
+  DMUON_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+  // Both encode 1000 * major + 10 * minor.
+  auto text = [](int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); };
+  return "driver " + text(driver) + ", runtime " + text(runtime);
+}
+
 }  // namespace dmuon::cuda

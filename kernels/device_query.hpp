@@ -18,5 +18,8 @@ struct DeviceInfo {
 std::vector<DeviceInfo> visible_devices();
 // "no CUDA device visible: <reason>" or "" when at least one device is visible.
 std::string no_device_reason();
+// "driver 13.0, runtime 13.0": the CUDA driver's and this build's runtime versions (provenance
+// of calibration files). Throws dmuon::Error on a CUDA failure.
+std::string cuda_versions();
 
 }  // namespace dmuon::cuda

@@ -24,6 +24,7 @@ add_library(dmuon_executor
   executor_session.cpp
   executor_fill.cpp
   executor_fill.cu
+  comm_sweep.cpp
 )
 # The .cu file sees no core header: C++17 is enough for it and known to every CMake/nvcc pair.
 set_source_files_properties(executor_fill.cu PROPERTIES COMPILE_OPTIONS "-std=c++17")

@@ -41,12 +41,12 @@ NsBenchRow time_ns(cuda::NsEngine& engine, const BenchShape& shape, int batch, c
   row.chosen = engine.chosen(shape.rows, shape.cols, batch, ns);
 
   const long elems = shape.rows * shape.cols * static_cast<long>(batch);
-  const std::size_t in_bytes = static_cast<std::size_t>(elems) * 4;
+  const std::size_t in_bytes = static_cast<std::size_t>(elems * bytes_per_element(options.in_dtype));
   const std::size_t sets = std::clamp<std::size_t>((options.rotate_bytes + in_bytes - 1) / in_bytes, 2, 8);
   std::vector<cuda::DeviceBuffer> inputs;
   for (std::size_t i = 0; i < sets; ++i) {
     inputs.emplace_back(in_bytes, "benchmark input " + shape.label());
-    cuda::fill_normal(inputs.back().get(), DType::fp32, elems, 1000 + i, 1.0f, engine.stream());
+    cuda::fill_normal(inputs.back().get(), options.in_dtype, elems, 1000 + i, 1.0f, engine.stream());
   }
   cuda::DeviceBuffer out(static_cast<std::size_t>(elems) * bytes_per_element(ns.compute_dtype),
                          "benchmark output " + shape.label());
@@ -54,7 +54,7 @@ NsBenchRow time_ns(cuda::NsEngine& engine, const BenchShape& shape, int batch, c
   call.rows = shape.rows;
   call.cols = shape.cols;
   call.batch = batch;
-  call.in_dtype = DType::fp32;
+  call.in_dtype = options.in_dtype;
 
   for (const auto& t : tuned) {
     VariantTime v;

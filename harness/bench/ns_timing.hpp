@@ -16,6 +16,9 @@ struct TimingOptions {
   int warmup = 3;
   int repeats = 10;
   std::size_t rotate_bytes = 150u << 20;  // input sets span at least this (3x the H100's L2)
+  // fp32: what torch.optim.Muon hands its NS (dmuon-bench kernels); the executor hands the
+  // engine its compute dtype (dmuon-bench calibrate times it that way).
+  DType in_dtype = DType::fp32;
 };
 
 struct VariantTime {
@@ -38,7 +41,7 @@ struct NsBenchRow {
 };
 
 // Autotunes (shape, batch, ns), then times the winner, or every implementation that is available
-// and passed the gate when all_variants, on fp32 inputs (what torch.optim.Muon hands its NS).
+// and passed the gate when all_variants, on options.in_dtype inputs.
 NsBenchRow time_ns(cuda::NsEngine& engine, const BenchShape& shape, int batch, const std::string& preset,
                    const NsConfig& ns, const TimingOptions& options, bool all_variants);
 

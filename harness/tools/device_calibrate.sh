@@ -1,0 +1,58 @@
+#!/bin/bash
+# One device call for issue 12: build dmuon-bench, run the calibrate tests, time the scenario's
+# forward/backward layers on PyTorch (harness/tools/measure_layers.py) and run
+# `dmuon-bench calibrate` with them. Run from the repository root on the GPU machine with $OUT set:
+#   DMUON_COMMIT=<commit> bash harness/tools/device_calibrate.sh SCENARIO NAME
+# writes $OUT/NAME.yaml (the calibration; commit it as scenarios/calibration/NAME.yaml),
+# $OUT/layers.json, $OUT/calibrate.txt (the nccl-tests tables and the summary), $OUT/run.log.
+# The GPU machine's copy of the tree has no .git: pass the commit in DMUON_COMMIT (else
+# "unknown"). DMUON_CALIBRATE_ARGS adds options (e.g. "--ns-grid small"). DMUON_CALIBRATE_STAGE:
+# calibrate (default: build, layers, calibrate), tests (build, then the calibrate CLI and GPU
+# tests only; about a minute) or all (both; can pass the 10-minute device limit with a cold
+# build). Needs .boost-po (bash ../shared/tools/stage-boost-po.sh .boost-po) carried along.
+set -o pipefail
+OUT=${OUT:?set OUT}
+SCENARIO=${1:?usage: device_calibrate.sh SCENARIO NAME (e.g. scenarios/qwen2-0.5b-1xh100.yaml h100-sxm)}
+NAME=${2:?usage: device_calibrate.sh SCENARIO NAME}
+STAGE=${DMUON_CALIBRATE_STAGE:-calibrate}
+COMMIT=${DMUON_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+LOG=$OUT/run.log
+export NCCL_NVLS_ENABLE=0  # NVLink multicast stays off on the shared hosts (device KINDS.md)
+say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
+say "machine: commit $COMMIT, scenario $SCENARIO"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv >> "$LOG" 2>&1
+say "configure + build"
+source "$(dirname "$0")/device_configure.sh"
+device_configure . > $OUT/build.txt 2>&1 &&
+  cmake --build build-dev -j16 --target dmuon-bench test_bench_calibrate_cli test_gpu_calibrate >> $OUT/build.txt 2>&1 ||
+  { tail -60 $OUT/build.txt >> "$LOG"; say "BUILD FAILED"; tail -c 6000 "$LOG"; exit 1; }
+rm -f $OUT/build.txt
+if [ "$STAGE" = tests ] || [ "$STAGE" = all ]; then
+  say "calibrate tests"
+  for t in test_bench_calibrate_cli test_gpu_calibrate; do
+    ./build-dev/tests/$t > $OUT/$t.txt 2>&1; echo "$t exit $?" >> "$LOG"
+    grep -E "passed|failed|FAILED|SKIP" $OUT/$t.txt | head -20 >> "$LOG"
+  done
+fi
+if [ "$STAGE" = tests ]; then say "done (tests only)"; tail -c 5000 "$LOG"; exit 0; fi
+LAYERS=()
+if [ -f harness/tools/measure_layers.py ]; then
+  say "forward/backward layers (measure_layers.py)"
+  # Bounded: the layers must leave the calibration most of the device call's 10 minutes.
+  if PYTHONUNBUFFERED=1 timeout 240 python3 harness/tools/measure_layers.py --scenario "$SCENARIO" \
+      --out $OUT/layers.json >> "$LOG" 2>&1; then
+    LAYERS=(--layers-json $OUT/layers.json)
+  else
+    say "measure_layers.py FAILED (exit $?): calibrating without forward_backward"
+  fi
+else
+  say "harness/tools/measure_layers.py absent: calibrating without forward_backward"
+fi
+say "dmuon-bench calibrate"
+./build-dev/harness/dmuon-bench calibrate --scenario "$SCENARIO" --out $OUT/$NAME.yaml --commit "$COMMIT" \
+  --tune-cache $OUT/tune.json "${LAYERS[@]}" $DMUON_CALIBRATE_ARGS > $OUT/calibrate.txt 2>> "$LOG"
+echo "calibrate exit $?" >> "$LOG"
+say "done"
+tail -c 5000 "$LOG"
+echo "---- summary ($OUT/calibrate.txt) ----"
+sed -n '/^calibration /,$p' $OUT/calibrate.txt

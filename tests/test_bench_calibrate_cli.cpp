@@ -1,0 +1,98 @@
+// `dmuon-bench calibrate`'s command line without a GPU: every flag and input is checked before
+// any GPU work (exit 2, one line naming it), and a machine without a GPU gets one line and exit
+// 1. CUDA_VISIBLE_DEVICES is emptied so that the no-GPU case holds on the GPU machine too.
+#include <algorithm>
+#include <fstream>
+#include <string>
+
+#include "catch_compat.hpp"
+#include "run_command.hpp"
+#include "test_temp_dir.hpp"
+
+namespace {
+
+const std::string kScenario = std::string(DMUON_SOURCE_DIR) + "/scenarios/verify-small.yaml";
+
+CommandOutcome run(const std::string& args) {
+  return run_command("CUDA_VISIBLE_DEVICES= " + std::string(DMUON_BENCH_EXE), "calibrate " + args);
+}
+
+std::string valid(const std::string& more = "") {
+  return "--scenario " + kScenario + " --out " + dmuon::test::temp_path("cal.yaml") + " " + more;
+}
+
+long lines(const std::string& text) { return std::count(text.begin(), text.end(), '\n'); }
+
+std::string write(const std::string& name, const std::string& text) {
+  const std::string path = dmuon::test::temp_path(name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+void expect_usage_error(const std::string& args, const std::string& message) {
+  INFO(args);
+  const auto o = run(args);
+  INFO(o.output);
+  CHECK(o.exit_code == 2);
+  CHECK(lines(o.output) == 1);
+  CHECK(o.output.find(message) != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("missing and malformed flags exit 2 with one line", "[cli]") {
+  expect_usage_error("--out x.yaml", "--scenario");
+  expect_usage_error("--scenario " + kScenario, "--out");
+  expect_usage_error("--scenario /nonexistent/s.yaml --out x.yaml", "/nonexistent/s.yaml");
+  expect_usage_error(valid("--ns-grid huge"), "--ns-grid: expected none, small or full, got 'huge'");
+  expect_usage_error(valid("--max-collective-bytes 5000"), "--max-collective-bytes: expected a power of two");
+  expect_usage_error(valid("--max-elementwise-bytes 100"), "--max-elementwise-bytes");
+  expect_usage_error(valid("--collective-iterations 0"), "--collective-iterations");
+  expect_usage_error(valid("--timeout 0"), "--timeout");
+  expect_usage_error(valid("--max-batch 0"), "--max-batch");
+  expect_usage_error(valid("--profile tpu-v9"), "tpu-v9");
+  expect_usage_error("--scenario " + kScenario + " --out /nonexistent/dir/cal.yaml", "--out: no directory /nonexistent/dir");
+  expect_usage_error(valid("--no-such-flag"), "no-such-flag");
+}
+
+TEST_CASE("--layers-json is read strictly, naming the file and the field", "[cli]") {
+  expect_usage_error(valid("--layers-json /nonexistent/fb.json"), "/nonexistent/fb.json: cannot read");
+  const std::string bad_json = write("bad.json", "{\"source\": ");
+  expect_usage_error(valid("--layers-json " + bad_json), bad_json + ": not valid JSON");
+  const std::string ok_head = "{\"source\": \"t\", \"elementwise_GBps\": 2000, \"attention\": [], ";
+  const std::string missing = write("missing.json", ok_head + "\"layers\": [],"
+                                    " \"gemm\": [{\"tokens\": 4096, \"in\": 2048, \"out\": 2048, \"backward_s\": 1e-3}]}");
+  expect_usage_error(valid("--layers-json " + missing), missing + ": gemm[0].forward_s: missing");
+  const std::string negative = write("negative.json", ok_head + "\"gemm\": [], \"layers\": [{\"model\": \"m\", "
+                                     "\"part\": \"block\", \"micro_batch\": 2, \"seq_len\": 2048, \"forward_s\": -1, \"backward_s\": 1}]}");
+  expect_usage_error(valid("--layers-json " + negative), negative + ": layers[0].forward_s: expected a number > 0");
+  const std::string part = write("part.json", ok_head + "\"gemm\": [], \"layers\": [{\"model\": \"m\", "
+                                 "\"part\": \"mlp\", \"micro_batch\": 2, \"seq_len\": 2048, \"forward_s\": 1, \"backward_s\": 1}]}");
+  expect_usage_error(valid("--layers-json " + part), part + ": layers[0].part: expected block, embedding or head");
+  const std::string unknown = write("unknown.json", ok_head + "\"gemm\": [], \"layers\": [], \"extra\": 1}");
+  expect_usage_error(valid("--layers-json " + unknown), unknown + ": extra: unknown key");
+  const std::string no_layers = write("no-layers.json", ok_head + "\"gemm\": []}");
+  expect_usage_error(valid("--layers-json " + no_layers), no_layers + ": layers: missing");
+}
+
+TEST_CASE("valid input on a machine without a GPU: one line, exit 1", "[cli]") {
+  const std::string ok = write("ok.json", "{\"source\": \"t\", \"elementwise_GBps\": 2000, \"gemm\": [], \"attention\": [], "
+                                          "\"layers\": [{\"model\": \"m\", \"part\": \"head\", \"micro_batch\": 2, "
+                                          "\"seq_len\": 2048, \"forward_s\": 1e-3, \"backward_s\": 2e-3}]}");
+  const auto o = run(valid("--ns-grid small --layers-json " + ok));
+  INFO(o.output);
+  CHECK(o.exit_code == 1);
+  CHECK(lines(o.output) == 1);
+  CHECK(o.output.find("dmuon-bench calibrate: no CUDA device visible") != std::string::npos);
+}
+
+TEST_CASE("--print-ns-calls lists the scenario's Plan calls and the grid without a GPU", "[cli]") {
+  const auto o = run(valid("--ns-grid small --print-ns-calls"));
+  INFO(o.output);
+  CHECK(o.exit_code == 0);
+  // verify-small: Qwen2-0.5B under the dmuon preset; the torch preset's family is added.
+  CHECK(o.output.find("family scenario (dmuon)\nfamily torch\n") != std::string::npos);
+  CHECK(o.output.find("plan 896x4864 b1\n") != std::string::npos);
+  CHECK(o.output.find("grid 256x512 b4\n") != std::string::npos);
+  CHECK(o.output.find("grid 512x") == std::string::npos);  // small: m in {128, 256}
+}

@@ -1,0 +1,75 @@
+// A tiny `dmuon-bench calibrate` on this machine's GPUs (small grid, sizes up to 64 MiB): the
+// file it writes loads back, holds every section, and its curves take longer at larger sizes
+// where the work is bandwidth-bound. Skips (tests/gpu_skip.hpp) without a GPU.
+#include <string>
+
+#include "catch_compat.hpp"
+#include "core/calibration.hpp"
+#include "gpu_skip.hpp"
+#include "run_command.hpp"
+#include "test_temp_dir.hpp"
+
+namespace {
+
+// The point 4x smaller than the largest one takes less time than the largest: at 16 vs 64 MiB
+// every curve here moves bytes, not latency.
+void check_grows(const dmuon::SizeCurve& c, const std::string& what) {
+  INFO(what);
+  REQUIRE(c.points.size() >= 3);
+  const auto& last = c.points.back();
+  double quarter_seconds = -1;
+  for (const auto& [x, s] : c.points) {
+    if (x <= last.first / 4) quarter_seconds = s;
+  }
+  REQUIRE(quarter_seconds > 0);
+  CHECK(last.second > quarter_seconds);
+  for (const auto& [x, s] : c.points) CHECK(s > 0);
+}
+
+}  // namespace
+
+TEST_CASE("a tiny calibrate writes a file that loads back with growing curves", "[gpu]") {
+  if (skip_without_gpu()) return;
+  const std::string out = dmuon::test::temp_path("calibration.yaml");
+  const std::string args = "calibrate --scenario " + std::string(DMUON_SOURCE_DIR) +
+                           "/scenarios/verify-small.yaml --out " + out +
+                           " --ns-grid small --gemm-size 2048 --max-elementwise-bytes 67108864"
+                           " --max-collective-bytes 67108864 --collective-iterations 5 --commit test --timeout 120";
+  const auto o = run_command(DMUON_BENCH_EXE, args);
+  INFO(o.output);
+  REQUIRE(o.exit_code == 0);
+  CHECK(o.output.find("busbw") != std::string::npos);  // the nccl-tests table
+
+  const dmuon::CalibrationTable t = dmuon::load_calibration(out);
+  CHECK(t.commit == "test");
+  CHECK(!t.date.empty());
+  CHECK(t.machine.find("NCCL") != std::string::npos);
+  CHECK(t.source.find("dmuon-bench calibrate --scenario") == 0);
+  CHECK(t.gemm_tflops > 0);
+  CHECK(t.hbm_GBps > 0);
+  REQUIRE(t.launch_overhead_us.has_value());
+  CHECK(*t.launch_overhead_us > 0);
+  CHECK(*t.launch_overhead_us < 100);
+  // Scenario calls (dmuon preset: Gram fp16) and the small grid for both kernel families.
+  bool gram = false, standard = false;
+  for (const auto& m : t.ns) {
+    gram = gram || m.kernel == dmuon::NsKernel::gram;
+    standard = standard || m.kernel == dmuon::NsKernel::standard;
+    CHECK(m.seconds > 0);
+  }
+  CHECK(gram);
+  CHECK(standard);
+  CHECK(t.elementwise.momentum_GBps.has_value());
+  check_grows(t.elementwise_curves.momentum, "momentum");
+  check_grows(t.elementwise_curves.muon_update, "muon_update");
+  check_grows(t.elementwise_curves.adamw, "adamw");
+  check_grows(t.elementwise_curves.copy, "copy");
+  REQUIRE(!t.collectives.empty());
+  for (const auto& c : t.collectives) {
+    CHECK(c.nodes == 1);
+    // One-rank in-place collectives move nothing (NCCL returns at once); all-to-all copies the
+    // rank's own part.
+    if (c.ranks == 1 && c.kind != dmuon::OpKind::all_to_all) continue;
+    check_grows(c.curve, std::string(dmuon::to_string(c.kind)) + " on " + std::to_string(c.ranks) + " ranks");
+  }
+}
