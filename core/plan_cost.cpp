@@ -104,24 +104,30 @@ void annotate_plan(Plan& plan, const ModelSpec& model, const Routing& routing, c
   }
 }
 
-double compute_op_seconds(const Op& op, const Routing& routing, const OptimizerConfig& optimizer,
-                          const CostModel& cost) {
+NsTime compute_op_time(const Op& op, const Routing& routing, const OptimizerConfig& optimizer, const CostModel& cost) {
   if (is_collective(op.kind)) {
     throw Error("compute_op_seconds: op '" + op.label + "' is a collective (" + std::string(to_string(op.kind)) + ")");
   }
   if (op.kind == OpKind::newton_schulz) {
     const NsConfig& ns = optimizer.muon.ns;
-    double seconds = 0;
+    const auto rank = [](std::string_view s) { return s == "measured" ? 2 : s == "interpolated" ? 1 : 0; };
+    NsTime total{0, "measured"};
     for (const auto& [shape, count] : shapes_of(op, routing)) {
-      seconds += cost.ns_seconds(shape.first, shape.second, ns_kernel_of(ns), ns.compute_dtype, ns.steps, ns.restarts,
-                                 count);
+      const NsTime t = cost.ns_time(shape.first, shape.second, ns_kernel_of(ns), ns.compute_dtype, ns.steps, ns.restarts, count);
+      total.seconds += t.seconds;
+      if (rank(t.source) < rank(total.source)) total.source = t.source;
     }
-    return seconds;
+    return total;
   }
   const ElementwiseKind kind = op.kind == OpKind::momentum      ? ElementwiseKind::momentum
                                : op.kind == OpKind::muon_update ? ElementwiseKind::muon_update
                                                                 : ElementwiseKind::adamw;
-  return cost.elementwise_seconds(elementwise_bytes(op), kind);
+  return cost.elementwise_time(elementwise_bytes(op), kind);
+}
+
+double compute_op_seconds(const Op& op, const Routing& routing, const OptimizerConfig& optimizer,
+                          const CostModel& cost) {
+  return compute_op_time(op, routing, optimizer, cost).seconds;
 }
 
 double collective_payload_bytes(const Plan& plan, int rank, const Phase* phase) {

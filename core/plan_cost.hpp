@@ -21,6 +21,10 @@ void annotate_plan(Plan& plan, const ModelSpec& model, const Routing& routing, c
 // the bytes annotate_plan counts. Throws dmuon::Error for a collective.
 double compute_op_seconds(const Op& op, const Routing& routing, const OptimizerConfig& optimizer,
                           const CostModel& cost);
+// The same with where the time came from (CostModel's source strings); an op of several
+// Newton-Schulz shapes takes the least measured of its shapes' sources (measured >
+// interpolated > roofline), so it counts as measured only when every shape was.
+NsTime compute_op_time(const Op& op, const Routing& routing, const OptimizerConfig& optimizer, const CostModel& cost);
 
 // The payload of one collective op on `rank` (the convention of annotate_plan); 0 for compute.
 double collective_payload_bytes(const Op& op, int rank, int bytes_per_element);

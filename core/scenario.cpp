@@ -89,6 +89,14 @@ NcclSpec parse_nccl(const YamlValue& value) {
   return n;
 }
 
+// A calibration file named relative to the scenario file; it must exist.
+std::string calibration_path(const YamlValue& v) {
+  const std::filesystem::path base = std::filesystem::path(v.file()).parent_path();
+  std::string file = (base / v.as_string()).string();
+  if (!std::filesystem::exists(file)) v.fail("calibration file '" + file + "' does not exist");
+  return file;
+}
+
 ClusterSpec parse_cluster(const YamlValue& value) {
   require_unique_keys(value);
   YamlMap m(value);
@@ -106,6 +114,7 @@ ClusterSpec parse_cluster(const YamlValue& value) {
     }
   }
   if (auto v = m.find("nccl")) c.nccl = parse_nccl(*v);
+  if (auto v = m.find("calibration")) c.calibration_file = calibration_path(*v);
   m.finish();
   return c;
 }
@@ -192,10 +201,10 @@ Scenario parse_root(const YamlValue& root) {
   if (auto v = m.find("cluster")) s.cluster = parse_cluster(*v);
   if (auto v = m.find("training")) s.training = parse_training(*v);
   if (auto v = m.find("simulation")) s.sim_mode = parse_simulation(*v);
-  if (auto v = m.find("calibration")) {
-    const std::filesystem::path base = std::filesystem::path(v->file()).parent_path();
-    s.calibration_file = (base / v->as_string()).string();
-    if (!std::filesystem::exists(s.calibration_file)) v->fail("calibration file '" + s.calibration_file + "' does not exist");
+  s.calibration_file = s.cluster.calibration_file;
+  if (auto v = m.find("calibration")) {  // the older spelling, before cluster.calibration
+    if (!s.calibration_file.empty()) v->fail("the calibration is given twice: keep cluster.calibration");
+    s.calibration_file = calibration_path(*v);
   }
   m.find("description");
   m.finish();

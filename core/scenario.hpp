@@ -13,6 +13,8 @@
 //     network: {nics_per_node: 8, nic_bw_Gbps: 200, latency_us: 14, efficiency: 0.96,
 //               spine_latency_us: 1, spine_oversubscription: 1}            # rail-optimised fat-tree
 //     nccl:    {base_latency_us: 8.4, channels: 8, chunk_bytes: 524288, all_reduce: auto}
+//     calibration: calibration/h200.yaml   # measured on this machine (core/calibration.hpp),
+//                                          # relative to this file; --calibration overrides it
 //   training:  {seq_len: 4096, micro_batch: 1, mfu: 0.4, peak_tflops: 312, ...}
 //   simulation: {mode: fast}
 #pragma once
@@ -74,6 +76,7 @@ struct ClusterSpec {
   std::optional<NvlinkSpec> nvlink;      // needed by the simulator when gpus_per_node > 1
   std::optional<InterNodeSpec> network;  // needed by the simulator when nodes > 1
   NcclSpec nccl;
+  std::string calibration_file;  // cluster.calibration, resolved against the scenario file
 
   std::int64_t world_size() const { return nodes * gpus_per_node; }
 };
@@ -105,7 +108,9 @@ struct Scenario {
   ClusterSpec cluster;
   TrainingSpec training;
   SimMode sim_mode = SimMode::fast;
-  std::string calibration_file;  // optional, relative paths resolved against the scenario
+  // The calibration the cost model reads: cluster.calibration, or the older top-level
+  // `calibration:` (not both); empty = none.
+  std::string calibration_file;
 };
 
 std::string_view to_string(AllReduceAlgorithm a);

@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "sim/isolated_run.hpp"
+#include "sim/measured_collectives.hpp"
 #include "sim/network_model.hpp"
 #include "sim/platform.hpp"
 #include "sim/trace_writer.hpp"
@@ -59,14 +60,16 @@ class Runner {
   void arrive(int c);
   void execute(int c, CollectiveSync& cs);
   void run_flows(const CollectiveSchedule& s);
-  void run_fast(const FastSummary& f);
+  void run_fast(const FastSummary& f, bool add_schedule_extra);
   // Schedules (and their fast summaries) by what determines them: blocks of a model repeat
   // the same collectives layer after layer.
   struct Planned {
     CollectiveSchedule schedule;
     FastSummary summary;
+    bool measured = false;  // follows a calibration curve (measured_collectives.hpp)
+    double wait_s = 0;      // measured, without traffic
   };
-  Planned plan(const CollectiveCall& call) const;
+  Planned plan(const CollectiveCall& call, std::optional<double> measured_s) const;
   std::map<std::tuple<int, std::vector<int>, double, std::vector<std::pair<int, double>>>, Planned> cache_;
 
   const StepProgram& prog_;
@@ -157,11 +160,12 @@ void Runner::execute(int c, CollectiveSync& cs) {
   Planned local;
   const Planned* found = nullptr;
   if (sc.call.kind == OpKind::all_to_all) {
-    local = plan(sc.call);
+    local = plan(sc.call, sc.measured_seconds);
     found = &local;
   } else {
+    // measured_seconds is a function of the key (kind, members, bytes): no need to key on it.
     auto [it, fresh] = cache_.try_emplace({int(sc.call.kind), sc.call.members, sc.call.bytes, sc.call.rooted});
-    if (fresh) it->second = plan(sc.call);
+    if (fresh) it->second = plan(sc.call, sc.measured_seconds);
     found = &it->second;  // map nodes stay put and are never rewritten
   }
   const Planned& p = *found;
@@ -171,12 +175,21 @@ void Runner::execute(int c, CollectiveSync& cs) {
   if (sc.call.members.size() == 1) {
     cs.algorithm = "local";
     if (sc.local_seconds > 0) sg4::this_actor::sleep_for(sc.local_seconds);
+  } else if (p.measured) {
+    // The curve's time includes the launch latency and the schedule's latencies and fill.
+    if (s.edges.empty()) {
+      sg4::this_actor::sleep_for(p.wait_s);
+    } else if (mode_ == SimMode::flows) {
+      run_flows(s);
+    } else {
+      run_fast(p.summary, false);
+    }
   } else if (!s.edges.empty()) {
     sg4::this_actor::sleep_for(nccl_.base_latency_us * 1e-6);
     if (mode_ == SimMode::flows) {
       run_flows(s);
     } else {
-      run_fast(p.summary);
+      run_fast(p.summary, true);
     }
   }
   cs.end = sg4::Engine::get_clock();
@@ -201,14 +214,22 @@ void Runner::run_flows(const CollectiveSchedule& s) {
 
 // All bytes as one parallel task (L07 charges the slowest route's latency once), then the
 // schedule's remaining latency and pipeline fill (collective_schedule.hpp, FastSummary).
-Runner::Planned Runner::plan(const CollectiveCall& call) const {
+Runner::Planned Runner::plan(const CollectiveCall& call, std::optional<double> measured_s) const {
   Planned p;
   p.schedule = make_schedule(call, topo_, nccl_);
+  if (measured_s && call.members.size() > 1 && !p.schedule.edges.empty()) {
+    MeasuredRun m = measured_run(p.schedule, topo_, *measured_s, mode_);
+    p.schedule = std::move(m.schedule);
+    p.summary = std::move(m.summary);
+    p.measured = true;
+    p.wait_s = m.wait_s;
+    return p;
+  }
   if (mode_ == SimMode::fast) p.summary = summarize(p.schedule, topo_);
   return p;
 }
 
-void Runner::run_fast(const FastSummary& f) {
+void Runner::run_fast(const FastSummary& f, bool add_schedule_extra) {
   std::vector<int> hosts_used;
   std::map<int, std::size_t> index;
   for (const auto& [src, dst, bytes] : f.pair_bytes) {
@@ -237,7 +258,7 @@ void Runner::run_fast(const FastSummary& f) {
   // The task took max_route_latency + (its bandwidth time under whatever else runs); alone it
   // would take busiest_link_s. Add what the schedule spends beyond that: latencies and fill.
   const double extra = f.isolated_s - f.busiest_link_s - f.max_route_latency_s;
-  if (extra > 0) sg4::this_actor::sleep_for(extra);
+  if (add_schedule_extra && extra > 0) sg4::this_actor::sleep_for(extra);
 }
 
 void Runner::check_finished() const {
@@ -256,16 +277,22 @@ SimOutcome Runner::outcome() const {
   double latest = -1;
   for (std::size_t r = 0; r < ranks_.size(); ++r) {
     double end = 0, busy = 0, opt = 0;
+    std::map<std::string, double> by_source;
     for (std::size_t i = 0; i < ranks_[r].end.size(); ++i) {
       const SimOp& op = prog_.ranks[r][i];
       end = std::max(end, ranks_[r].end[i]);
       if (op.phase != Phase::optimizer) o.grads_ready_s = std::max(o.grads_ready_s, ranks_[r].end[i]);
-      if (op.collective >= 0) continue;
+      if (op.collective >= 0) {
+        const CollectiveSync& cs = colls_[static_cast<std::size_t>(op.collective)];
+        by_source[op.source] += cs.end - cs.start;
+        continue;
+      }
+      by_source[op.source] += op.seconds;
       busy += op.seconds;
       if (op.phase == Phase::optimizer) opt += op.seconds;
     }
     o.optimizer_compute_s.push_back(opt);
-    if (end > latest) latest = end, o.critical_compute_busy_s = busy;
+    if (end > latest) latest = end, o.critical_compute_busy_s = busy, o.critical_seconds_by_source = std::move(by_source);
     o.step_s = std::max(o.step_s, end);
   }
   for (std::size_t c = 0; c < colls_.size(); ++c) {
@@ -288,7 +315,7 @@ SimOutcome Runner::outcome() const {
 
 json to_json(const SimOutcome& o) {
   json j = {{"step_s", o.step_s}, {"grads_ready_s", o.grads_ready_s}, {"busy", o.critical_compute_busy_s},
-            {"opt", o.optimizer_compute_s}, {"wall_s", o.wall_s}};
+            {"opt", o.optimizer_compute_s}, {"wall_s", o.wall_s}, {"by_source", o.critical_seconds_by_source}};
   json cs = json::array();
   for (const auto& c : o.collectives) {
     cs.push_back({c.kind, c.algorithm, c.group, c.label, c.phase, c.ranks, c.merged, c.bytes, c.start_s, c.end_s});
@@ -304,6 +331,7 @@ SimOutcome from_json(const json& j) {
   o.critical_compute_busy_s = j.at("busy");
   o.optimizer_compute_s = j.at("opt").get<std::vector<double>>();
   o.wall_s = j.at("wall_s");
+  o.critical_seconds_by_source = j.at("by_source").get<std::map<std::string, double>>();
   for (const auto& c : j.at("collectives")) {
     CollectiveRecord r{c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9]};
     o.collectives.push_back(r);

@@ -7,6 +7,7 @@
 // Compute ops are delays of the cost model's seconds: one compute stream per GPU, no slowdown
 // of compute by concurrent NCCL kernels (a known gap: NVIDIA/nccl#701).
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,9 @@ struct SimOutcome {
   double grads_ready_s = 0;   // last forward/backward op (compute or collective) of any GPU
   double critical_compute_busy_s = 0;  // compute-stream busy time of the GPU that ends last
   std::vector<double> optimizer_compute_s;  // per GPU
+  // The GPU that ends last: seconds of its ops (compute ops' seconds, collectives' execution
+  // time) by SimOp::source class ("measured", "interpolated", "datasheet").
+  std::map<std::string, double> critical_seconds_by_source;
   std::vector<CollectiveRecord> collectives;
   double wall_s = 0;          // host seconds the simulation took (platform included)
 };

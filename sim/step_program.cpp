@@ -129,7 +129,7 @@ class RankBuilder {
 
   // First pass (collecting): only gathers the ordering constraints into `edges`. Second pass:
   // builds the rank's ops with every unit's launches in `positions` order.
-  std::vector<SimOp> build(int rank, const std::vector<double>& compute_seconds);
+  std::vector<SimOp> build(int rank, const std::vector<NsTime>& compute);
   bool collecting = true;
   std::set<std::pair<int, int>> edges;
   std::vector<int> positions;
@@ -279,8 +279,9 @@ void RankBuilder::emit_forward_backward() {
     for (const auto& [c, members] : fwd_[static_cast<std::size_t>(u)]) {
       mine.push_back(collective_op(c, members, gate >= 0 ? std::vector<int>{fwd_compute[static_cast<std::size_t>(gate)]} : std::vector<int>{}));
     }
-    fwd_compute[static_cast<std::size_t>(u)] =
-        emit({kComputeStream, Phase::forward, "forward", "unit " + std::to_string(u), units_.units[static_cast<std::size_t>(u)].forward_s, -1, mine});
+    const ComputeUnit& unit = units_.units[static_cast<std::size_t>(u)];
+    fwd_compute[static_cast<std::size_t>(u)] = emit({kComputeStream, Phase::forward, "forward", "unit " + std::to_string(u),
+                                                     unit.forward_s, -1, mine, std::string(source_class(unit.source))});
   }
   for (int j = 0; j < U; ++j) {
     const auto u = static_cast<std::size_t>(U - 1 - j);
@@ -298,12 +299,13 @@ void RankBuilder::emit_forward_backward() {
       mine.push_back(emit({sc.stream, Phase::backward, std::string(to_string(sc.call.kind)), sc.label, 0, it->second,
                            gate >= 0 ? std::vector<int>{bwd_compute[static_cast<std::size_t>(U - 1 - gate)]} : std::vector<int>{}}));
     }
-    bwd_compute[u] = emit({kComputeStream, Phase::backward, "backward", "unit " + std::to_string(u), units_.units[u].backward_s, -1, mine});
+    bwd_compute[u] = emit({kComputeStream, Phase::backward, "backward", "unit " + std::to_string(u), units_.units[u].backward_s, -1,
+                           mine, std::string(source_class(units_.units[u].source))});
     for (const auto& [c, members] : bwd_[u]) collective_op(c, members, {bwd_compute[u]});
   }
 }
 
-std::vector<SimOp> RankBuilder::build(int rank, const std::vector<double>& compute_seconds) {
+std::vector<SimOp> RankBuilder::build(int rank, const std::vector<NsTime>& compute) {
   ops_.clear();
   rank_ = rank;
   const auto& plan_ops = plan_.ranks[static_cast<std::size_t>(rank)];
@@ -329,8 +331,9 @@ std::vector<SimOp> RankBuilder::build(int rank, const std::vector<double>& compu
       collective_op(merged_index(rank, op, -1), {i}, {});
       continue;
     }
-    SimOp s{kComputeStream, Phase::optimizer, std::string(to_string(op.kind)), op.label,
-            compute_seconds[static_cast<std::size_t>(i)], -1, {}};
+    const NsTime& priced = compute[static_cast<std::size_t>(i)];
+    SimOp s{kComputeStream, Phase::optimizer, std::string(to_string(op.kind)), op.label, priced.seconds, -1, {},
+            std::string(source_class(priced.source))};
     const int index = static_cast<int>(ops_.size());
     sim_of_[static_cast<std::size_t>(i)] = index;
     add_plan_deps(s, {i}, index);
@@ -358,7 +361,8 @@ std::vector<SimOp> merge_compute_runs(std::vector<SimOp> ops) {
     SimOp& op = ops[i];
     const bool compute = op.collective < 0;
     bool joins = compute && run_out >= 0 && op.phase == out[static_cast<std::size_t>(run_out)].phase &&
-                 op.category == out[static_cast<std::size_t>(run_out)].category;
+                 op.category == out[static_cast<std::size_t>(run_out)].category &&
+                 op.source == out[static_cast<std::size_t>(run_out)].source;  // keeps the shares by source
     if (joins) {
       for (int d : op.deps) joins = joins && (d < run_start || new_index[static_cast<std::size_t>(d)] == run_out);
     }
@@ -393,6 +397,19 @@ std::vector<SimOp> merge_compute_runs(std::vector<SimOp> ops) {
   return out;
 }
 
+// "measured 62%, interpolated 30%, roofline 8%" (of the seconds, all GPUs together).
+std::string describe_shares(const std::map<std::string_view, double>& seconds_by_source) {
+  double total = 0;
+  for (const auto& [source, s] : seconds_by_source) total += s;
+  std::string out;
+  for (const auto& [source, s] : seconds_by_source) {
+    char share[32];
+    std::snprintf(share, sizeof share, " %.0f%%", total > 0 ? 100 * s / total : 0.0);
+    out += (out.empty() ? "" : ", ") + std::string(source) + share;
+  }
+  return out.empty() ? "none" : out;
+}
+
 }  // namespace
 
 StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const Routing& routing,
@@ -406,21 +423,24 @@ StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const R
                             calibration && calibration->forward_backward ? &*calibration->forward_backward : nullptr);
   prog.compute_source = units.description;
   prog.compute_seconds_by_source = units.seconds_by_source;
-  prog.optimizer_source = cost.calibrated() ? "calibration" : "roofline";
   prog.fwd_bwd_compute_s = units.total_s;
   if (options.plan_as_is) {
     prog.fwd_bwd_compute_s = 0;
     prog.compute_source = "none (the Plan as the executor benchmark runs it)";
     prog.compute_seconds_by_source.clear();
   }
-  std::vector<std::vector<double>> seconds(plan.ranks.size());
+  std::vector<std::vector<NsTime>> seconds(plan.ranks.size());
+  std::map<std::string_view, double> optimizer_by_source;
   for (std::size_t r = 0; r < plan.ranks.size(); ++r) {
-    seconds[r].assign(plan.ranks[r].size(), 0);
+    seconds[r].assign(plan.ranks[r].size(), NsTime{0, "datasheet"});
     for (std::size_t i = 0; i < plan.ranks[r].size(); ++i) {
       const Op& op = plan.ranks[r][i];
-      if (!is_collective(op.kind)) seconds[r][i] = compute_op_seconds(op, routing, optimizer, cost);
+      if (is_collective(op.kind)) continue;
+      seconds[r][i] = compute_op_time(op, routing, optimizer, cost);
+      optimizer_by_source[seconds[r][i].source] += seconds[r][i].seconds;
     }
   }
+  prog.optimizer_source = cost.calibrated() ? describe_shares(optimizer_by_source) : "roofline";
   for (bool merge : {true, false}) {
     prog.ranks.clear();
     prog.collectives.clear();
@@ -441,7 +461,7 @@ StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const R
   }
   for (auto& c : prog.collectives) {
     if (c.call.members.size() != 1) continue;
-    c.local_seconds = cost.elementwise_seconds(2 * c.call.bytes) + (c.calls - 1) * cost.device().launch_overhead_us * 1e-6;
+    c.local_seconds = cost.elementwise_seconds(2 * c.call.bytes) + (c.calls - 1) * cost.launch_overhead_s();
   }
   return prog;
 }

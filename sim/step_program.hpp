@@ -17,6 +17,7 @@
 // - with reshard_after_forward (Z3) the forward all-gathers/broadcasts run again before each
 //   backward unit.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,9 @@ struct SimOp {
   double seconds = 0;     // compute ops
   int collective = -1;    // StepProgram::collectives index
   std::vector<int> deps;  // earlier ops of the same rank
+  // Where `seconds` (or the collective's time) came from, as core's source_class():
+  // "measured", "interpolated" or "datasheet" (roofline, modelled links, MFU assumption).
+  std::string source = "datasheet";
 };
 
 struct SimCollective {
@@ -53,6 +57,9 @@ struct SimCollective {
   // A one-member collective: NCCL still launches a kernel per call that copies (and scales)
   // the buffer locally (ncclLaunchOneRank): launches + read and write of the payload.
   double local_seconds = 0;
+  // Several GPUs of one node with a calibration curve for this kind and communicator: one
+  // launch alone takes this long (sim/measured_collectives.hpp); unset: modelled links.
+  std::optional<double> measured_seconds;
 };
 
 struct StepProgram {
@@ -61,7 +68,7 @@ struct StepProgram {
   double fwd_bwd_compute_s = 0;  // per GPU (every GPU runs the same layers)
   std::string compute_source;    // how fwd/bwd was priced
   std::vector<std::pair<std::string, double>> compute_seconds_by_source;  // "measured", ... -> seconds
-  std::string optimizer_source;  // "calibration" or "roofline"
+  std::string optimizer_source;  // "roofline" without a calibration, else each source's share
   std::string launches_note;     // set when a layer's launches could not be merged
 };
 

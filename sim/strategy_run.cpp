@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "core/step_planner.hpp"
 #include "sim/isolated_run.hpp"
+#include "sim/measured_collectives.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -38,6 +39,7 @@ json run_here(const Scenario& scenario, Strategy strategy, const CostModel& cost
   if (options.check_memory) check_fits(strategy, memory, scenario.cluster.gpu_memory_GiB);
   auto* program = new StepProgram(build_step_program(step->plan, scenario.model, routing, scenario.optimizer, cost,
                                                      scenario.training, options.program));
+  apply_measured_collectives(*program, cost, static_cast<int>(scenario.cluster.gpus_per_node));
   json j = {{"plan_wall_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()},
             {"memory", {memory.master_bytes, memory.grad_bytes, memory.state_bytes, memory.transient_bytes, memory.activation_bytes}},
             {"compute_source", program->compute_source},
@@ -64,6 +66,7 @@ StrategyResult result_from(const json& j, Strategy strategy) {
   r.fwd_bwd_s = o.grads_ready_s;
   r.optimizer_s = o.step_s - o.grads_ready_s;
   r.exposed_comm_s = std::max(0.0, o.step_s - o.critical_compute_busy_s);
+  r.source_shares = source_shares(o.critical_seconds_by_source);
   const auto& opt = o.optimizer_compute_s;
   if (!opt.empty()) {
     const double mean = std::accumulate(opt.begin(), opt.end(), 0.0) / double(opt.size());
@@ -74,6 +77,15 @@ StrategyResult result_from(const json& j, Strategy strategy) {
 }
 
 }  // namespace
+
+std::map<std::string, double> source_shares(const std::map<std::string, double>& seconds_by_source) {
+  std::map<std::string, double> shares{{"measured", 0}, {"interpolated", 0}, {"datasheet", 0}};
+  double total = 0;
+  for (const auto& [source, seconds] : seconds_by_source) total += seconds;
+  if (!(total > 0)) return shares;
+  for (const auto& [source, seconds] : seconds_by_source) shares[std::string(source_class(source))] += seconds / total;
+  return shares;
+}
 
 StrategyResult run_strategy(const Scenario& scenario, Strategy strategy, const CostModel& cost,
                             const RunOptions& options) {

@@ -3,6 +3,7 @@
 // prints.
 #pragma once
 #include <functional>
+#include <map>
 #include <optional>
 #include <vector>
 #include <string>
@@ -25,6 +26,10 @@ struct StrategyResult {
   double owner_imbalance = 0;    // (max - mean) / mean of optimizer compute over GPUs
   std::optional<double> assignment_imbalance;  // the owner assignment's own estimate
   std::string compute_source, optimizer_source;
+  // Share of the predicted time by source class ("measured", "interpolated", "datasheet"; the
+  // three always present, summing to 1): on the GPU that ends last, its ops' seconds by
+  // SimOp::source (compute ops and collectives) over the sum of its ops' seconds.
+  std::map<std::string, double> source_shares;
   SimOutcome outcome;
   double plan_wall_s = 0;        // host seconds planning took
 };
@@ -38,6 +43,10 @@ struct RunOptions {
 // The cost model of a scenario: its GPU profile (cluster.gpu), with the calibration file when
 // one is given (`calibration_file` overrides the scenario's `calibration:`).
 CostModel scenario_cost_model(const Scenario& scenario, const std::string& calibration_file = "");
+
+// Seconds by source -> shares of "measured", "interpolated", "datasheet" (all zero when the
+// seconds sum to 0). A source outside these three counts as "datasheet" (core's source_class).
+std::map<std::string, double> source_shares(const std::map<std::string, double>& seconds_by_source);
 
 // Throws dmuon::Error: planning errors, "strategy S needs X GiB per GPU ..." when it does not
 // fit cluster.gpu_memory_GiB, simulation errors.

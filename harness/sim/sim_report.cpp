@@ -34,6 +34,23 @@ std::ofstream open_out(const std::string& file, const char* flag) {
   return out;
 }
 
+// Per strategy, what share of the predicted time came from each source (StrategyResult::
+// source_shares): the reader sees how much of a figure rests on measurements.
+void print_source_shares(std::ostream& out, const ScenarioRun& run) {
+  out << "share of predicted time by source, on the GPU that ends last (measured / interpolated / datasheet)\n";
+  for (const auto& row : run.rows) {
+    if (!row.result) continue;
+    const auto& s = row.result->source_shares;
+    std::ostringstream line;
+    line << std::fixed << std::setprecision(0);
+    for (const char* key : {"measured", "interpolated", "datasheet"}) {
+      const auto it = s.find(key);
+      line << (key[0] == 'm' ? "" : " / ") << (it == s.end() ? 0.0 : it->second * 100) << "%";
+    }
+    out << "  " << std::left << std::setw(15) << to_string(row.strategy) << std::right << line.str() << "\n";
+  }
+}
+
 }  // namespace
 
 std::string with_suffix(const std::string& file, const std::string& suffix) {
@@ -93,6 +110,7 @@ void print_table(std::ostream& out, const ScenarioRun& run) {
         << ms(r.optimizer_s) << std::setw(10) << ms(r.step_s) << std::setw(10) << (adamw ? delta.str() : "-")
         << std::setw(12) << gib.str() << std::setw(11) << imb.str() << std::setw(9) << wall.str() << "\n";
   }
+  print_source_shares(out, run);
 }
 
 void print_scaling_table(std::ostream& out, const std::string& key, const std::vector<ScenarioRun>& runs) {
@@ -133,6 +151,7 @@ void write_json(const std::string& file, const std::vector<ScenarioRun>& runs, c
                   {"exposed_comm_seconds", x.exposed_comm_s}, {"optimizer_seconds", x.optimizer_s},
                   {"step_seconds", x.step_s}, {"owner_imbalance", x.owner_imbalance},
                   {"compute_source", x.compute_source}, {"optimizer_source", x.optimizer_source},
+                  {"time_share_by_source", x.source_shares},
                   {"memory_GiB_per_gpu", {{"master", x.memory.master_bytes / kGiB}, {"grads", x.memory.grad_bytes / kGiB},
                                           {"optimizer_state", x.memory.state_bytes / kGiB},
                                           {"transient", x.memory.transient_bytes / kGiB},
