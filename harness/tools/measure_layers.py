@@ -294,6 +294,8 @@ def main():
     if not a.device.startswith("cuda") or not torch.cuda.is_available():
         sys.exit(f"measure_layers.py: --device {a.device}: needs a CUDA GPU (CUDA events time every call)")
     device = torch.device(a.device)
+    if device.index is None:  # set_device needs an index: "cuda" means the current one
+        device = torch.device("cuda", torch.cuda.current_device())
     torch.cuda.set_device(device)
     torch.backends.cuda.matmul.allow_tf32 = False  # bf16 GEMMs only; fp32 ones do not occur
     gpu = torch.cuda.get_device_name(device)
