@@ -29,18 +29,10 @@ void NsEfficiencyGrid::add(long m, long n, int batch, double efficiency) {
     throw Error("Newton-Schulz efficiency grid: point " + std::to_string(m) + "x" + std::to_string(n) + " batch " +
                 std::to_string(batch) + " needs positive sizes and a finite efficiency > 0");
   }
-  if (!points_[batch][m].emplace(n, efficiency).second) {
+  if (!points_[m][n].emplace(batch, efficiency).second) {
     throw Error("Newton-Schulz efficiency grid: two points for " + std::to_string(m) + "x" + std::to_string(n) +
                 " batch " + std::to_string(batch));
   }
-}
-
-double NsEfficiencyGrid::along_row(const Row& row, long n) {
-  return log_linear(row, n, [](double e) { return e; });
-}
-
-double NsEfficiencyGrid::on_surface(const Surface& surface, long m, long n) {
-  return log_linear(surface, m, [n](const Row& row) { return along_row(row, n); });
 }
 
 double NsEfficiencyGrid::at(long m, long n, int batch) const {
@@ -49,7 +41,9 @@ double NsEfficiencyGrid::at(long m, long n, int batch) const {
     throw Error("Newton-Schulz efficiency grid: query " + std::to_string(m) + "x" + std::to_string(n) + " batch " +
                 std::to_string(batch) + " needs positive sizes");
   }
-  return log_linear(points_, batch, [m, n](const Surface& s) { return on_surface(s, m, n); });
+  return log_linear(points_, m, [n, batch](const Row& row) {
+    return log_linear(row, n, [batch](const Batches& batches) { return log_linear(batches, batch, [](double e) { return e; }); });
+  });
 }
 
 }  // namespace dmuon

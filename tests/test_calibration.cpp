@@ -106,7 +106,7 @@ TEST_CASE("the calibration reader refuses bad v2 files naming file:line: key", "
 }
 
 TEST_CASE("v1 calibration files still load; save -> load is exact", "[calibration]") {
-  const auto v1 = load_calibration(std::string(DMUON_SOURCE_DIR) + "/scenarios/calibration/h100-sxm.yaml");
+  const auto v1 = load_calibration(std::string(DMUON_SOURCE_DIR) + "/tests/data/calibration-v1-h100-sxm.yaml");  // the v1 file of 2026-11-22, before `calibrate` existed
   CHECK(v1.gpu == "h100-sxm");
   CHECK(!v1.ns.empty());
   CHECK(v1.collectives.empty());
