@@ -104,7 +104,7 @@ struct ForwardBackwardTable {
 //   elementwise: {momentum_GBps: 2600, update_GBps: 2550, adamw_GBps: 2400}   # optional
 // Keys `dmuon-bench calibrate` adds (each optional):
 //   commit: 73d22eb   date: "2026-11-23 11:02 UTC"   machine: "2 x NVIDIA H200 (driver ...)"
-//   launch_overhead_us: 2.1
+//   launch_overhead_us: 2.1   executor_issue_us: 6.8
 //   elementwise_curves: {momentum: [[bytes, seconds], ...], muon_update: [...], adamw: [...],
 //                        copy: [...]}
 //   collectives:                  # NCCL, one entry per (kind, ranks, nodes)
@@ -132,6 +132,10 @@ struct CalibrationTable {
   // Written by `dmuon-bench calibrate` (all optional, older files have none of them):
   std::string commit, date, machine;      // git commit, UTC date, "2 x NVIDIA H200" and host facts
   std::optional<double> launch_overhead_us;  // one small kernel launch, back to back on a stream
+  // Host seconds the NCCL executor spends enqueueing one launch (events, stream waits, the
+  // NCCL or kernel call; measured on the calibration scenario's adamw Plan): a stream cannot
+  // advance faster than its host issues work.
+  std::optional<double> executor_issue_us;
   ElementwiseCurves elementwise_curves;       // key elementwise_curves
   std::vector<CollectiveCurve> collectives;   // key collectives
   std::optional<ForwardBackwardTable> forward_backward;  // key forward_backward

@@ -251,6 +251,7 @@ void emit_provenance_and_curves(YAML::Emitter& out, const CalibrationTable& t) {
   if (!t.date.empty()) out << YAML::Key << "date" << YAML::Value << YAML::DoubleQuoted << t.date;
   if (!t.machine.empty()) out << YAML::Key << "machine" << YAML::Value << YAML::DoubleQuoted << t.machine;
   if (t.launch_overhead_us) out << YAML::Key << "launch_overhead_us" << YAML::Value << number_text(*t.launch_overhead_us);
+  if (t.executor_issue_us) out << YAML::Key << "executor_issue_us" << YAML::Value << number_text(*t.executor_issue_us);
   const auto& c = t.elementwise_curves;
   if (c != ElementwiseCurves{}) {
     out << YAML::Key << "elementwise_curves" << YAML::Value << YAML::BeginMap;
@@ -328,6 +329,7 @@ CalibrationTable parse_calibration(const YamlValue& root) {
   if (auto v = m.find("date")) t.date = nonempty_string(*v);
   if (auto v = m.find("machine")) t.machine = nonempty_string(*v);
   if (auto v = m.find("launch_overhead_us")) t.launch_overhead_us = v->as_positive_double();
+  if (auto v = m.find("executor_issue_us")) t.executor_issue_us = v->as_positive_double();
   if (auto v = m.find("elementwise_curves")) t.elementwise_curves = parse_elementwise_curves(*v);
   if (auto v = m.find("collectives")) {
     t.collectives = parse_list<CollectiveCurve>(*v, parse_collective);

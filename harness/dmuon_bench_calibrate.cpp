@@ -12,7 +12,9 @@
 #include "core/calibration.hpp"
 #include "core/device_profile.hpp"
 #include "core/error.hpp"
+#include "core/routing.hpp"
 #include "core/scenario.hpp"
+#include "core/step_planner.hpp"
 #include "harness/bench/calibrate_ns.hpp"
 #include "harness/bench/layers_json.hpp"
 #include "harness/bench/provenance.hpp"
@@ -20,6 +22,7 @@
 #include "kernels/comm_sweep.hpp"
 #include "kernels/device_query.hpp"
 #include "kernels/elementwise_timing.hpp"
+#include "kernels/executor_bench.hpp"
 #include "kernels/executor_launch.hpp"
 
 namespace po = boost::program_options;
@@ -175,8 +178,37 @@ void print_curve(const exec::CommSweepCurve& c) {
   std::fflush(stdout);
 }
 
-// The sweep on every local GPU, one thread each; returns rank 0's curves. Throws on failure.
-std::vector<exec::CommSweepCurve> measure_collectives(const Args& a, int* argc, char*** argv) {
+// Host seconds the NCCL executor spends per launch, the slowest rank's median: the scenario's
+// adamw Plan over this machine's GPUs (a parameter at a time all-gathered and reduce-scattered,
+// then AdamW), run as `dmuon-bench step` runs it (op spans timed). Its fwd/bwd phase is
+// hundreds of short launches, where the host, not the GPU, sets the pace.
+double measure_issue_seconds(exec::RankHandle& h, const Scenario& sc, double timeout_seconds) {
+  const Routing routing = route_parameters(sc.model, sc.routing);
+  ClusterSpec cluster = sc.cluster;
+  cluster.nodes = 1;
+  cluster.gpus_per_node = h.world();
+  const CostModel cost(device_profile(sc.cluster.gpu, "cluster.gpu"));
+  const StepPlan sp = plan_step(sc.model, routing, sc.optimizer, Strategy::adamw, mesh_for_cluster(cluster), cost);
+  exec::BenchOptions bo;
+  bo.warmup = 1;
+  bo.iterations = 5;
+  bo.timeout_seconds = timeout_seconds;
+  const exec::RankMeasurement m = exec::measure_plan(h, sp.plan, sc.model, routing, sc.optimizer, bo);
+  std::vector<double> per_launch;
+  for (const auto& s : m.samples) {
+    const int launches = s.comm_phase.launches + s.optimizer.launches;
+    if (launches > 0) per_launch.push_back((s.comm_phase.host_issue_seconds + s.optimizer.host_issue_seconds) / launches);
+  }
+  if (per_launch.empty()) throw Error("executor issue cost: the adamw Plan enqueued no launch");
+  std::sort(per_launch.begin(), per_launch.end());
+  const std::vector<double> all = h.all_gather(std::vector<double>{per_launch[per_launch.size() / 2]});
+  return *std::max_element(all.begin(), all.end());
+}
+
+// The sweep on every local GPU, one thread each, then the executor's issue cost; returns rank
+// 0's curves. Throws on failure.
+std::vector<exec::CommSweepCurve> measure_collectives(const Args& a, const Scenario& sc, double* issue_seconds,
+                                                      int* argc, char*** argv) {
   exec::CommSweepOptions o;
   o.max_bytes = a.max_collective_bytes;
   o.min_bytes = std::min(kMinBytes, a.max_collective_bytes);
@@ -192,7 +224,13 @@ std::vector<exec::CommSweepCurve> measure_collectives(const Args& a, int* argc, 
     auto mine = exec::sweep_collectives(h, o, [&](const exec::CommSweepCurve& c) {
       if (h.rank() == 0) print_curve(c);
     });
-    if (h.rank() == 0) curves = std::move(mine);
+    const double issue = measure_issue_seconds(h, sc, a.timeout_seconds);
+    if (h.rank() == 0) {
+      curves = std::move(mine);
+      *issue_seconds = issue;
+      std::cerr << "  executor issue cost: " << issue * 1e6 << " us per launch (adamw Plan of " << sc.name << ")"
+                << std::endl;
+    }
   });
   if (code != 0) throw Error("the collective sweep failed (the rank errors are above)");
   return curves;
@@ -201,7 +239,8 @@ std::vector<exec::CommSweepCurve> measure_collectives(const Args& a, int* argc, 
 void print_summary(const CalibrationTable& t, const std::string& out) {
   std::cout << "calibration " << out << ": " << t.machine << "\n  commit " << (t.commit.empty() ? "unknown" : t.commit)
             << ", " << t.date << "\n  GEMM " << t.gemm_tflops << " TFLOP/s, copy " << t.hbm_GBps << " GB/s, launch "
-            << t.launch_overhead_us.value_or(0) << " us\n  elementwise (GB/s at the largest size): momentum "
+            << t.launch_overhead_us.value_or(0) << " us, executor issue " << t.executor_issue_us.value_or(0)
+            << " us a launch\n  elementwise (GB/s at the largest size): momentum "
             << t.elementwise.momentum_GBps.value_or(0) << ", update " << t.elementwise.update_GBps.value_or(0)
             << ", adamw " << t.elementwise.adamw_GBps.value_or(0) << "\n  Newton-Schulz: " << t.ns.size()
             << " measurements\n  collectives (busbw GB/s at the largest size):";
@@ -235,7 +274,8 @@ CalibrationTable run(const Args& a, const Inputs& in, int* argc, char*** argv) {
   }
   measure_device(a, t);
   measure_ns(a, in, t);
-  for (const auto& c : measure_collectives(a, argc, argv)) {
+  double issue_seconds = 0;
+  for (const auto& c : measure_collectives(a, in.scenario, &issue_seconds, argc, argv)) {
     if (c.points.empty()) continue;  // no size of the range splits into whole parts of this group
     CollectiveCurve cc;
     cc.kind = c.kind;
@@ -244,6 +284,7 @@ CalibrationTable run(const Args& a, const Inputs& in, int* argc, char*** argv) {
     for (const auto& p : c.points) cc.curve.points.emplace_back(p.bytes, p.seconds);
     t.collectives.push_back(std::move(cc));
   }
+  t.executor_issue_us = issue_seconds * 1e6;
   t.forward_backward = in.forward_backward;
   return t;
 }

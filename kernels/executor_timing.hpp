@@ -17,6 +17,11 @@ struct OpSpan {
 struct RunTiming {
   double seconds = 0;         // run start to the end of its last op on this rank
   std::vector<OpSpan> spans;  // filled when the run was asked to time ops
+  // The host's side: wall seconds of the loop that enqueued the run's ops (the streams work
+  // asynchronously behind it) and the launches it enqueued (a fused AdamW group is one). When
+  // the GPU work per op is short, this rate, not the GPU, sets how fast a stream advances.
+  double host_issue_seconds = 0;
+  int launches = 0;
 };
 
 // Seconds covered by the union of the spans on `stream` (all streams when null).

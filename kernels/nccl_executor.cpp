@@ -168,6 +168,7 @@ RunTiming RankExecutor::run(unsigned phases, long adam_step, bool time_ops) {
   DMUON_CUDA_CHECK(cudaEventRecord(events_->t0, compute_));
   DMUON_CUDA_CHECK(cudaStreamWaitEvent(comm_, events_->t0, 0));
   std::vector<std::pair<int, int>> ran;  // (first op, ops covered)
+  const auto issue_start = std::chrono::steady_clock::now();
   try {
     for (int i = 0; i < static_cast<int>(ops.size());) {
       if (!(phase_bit(ops[at(i)].phase) & phases)) {
@@ -185,6 +186,7 @@ RunTiming RankExecutor::run(unsigned phases, long adam_step, bool time_ops) {
     const std::string what = e.what();
     throw Error(what.rfind("rank ", 0) == 0 ? what : "rank " + std::to_string(rank()) + ": " + what);
   }
+  const double issue_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - issue_start).count();
   DMUON_CUDA_CHECK(cudaEventRecord(events_->comm_end, comm_));
   DMUON_CUDA_CHECK(cudaEventRecord(events_->compute_end, compute_));
   wait(phases);
@@ -198,6 +200,8 @@ RunTiming RankExecutor::run(unsigned phases, long adam_step, bool time_ops) {
   }
   RunTiming t;
   t.seconds = std::max(elapsed_seconds(events_->t0, events_->compute_end), elapsed_seconds(events_->t0, events_->comm_end));
+  t.host_issue_seconds = issue_seconds;
+  t.launches = static_cast<int>(ran.size());
   if (time_ops) {
     for (const auto& [i, n] : ran) {
       const Op& op = ops[at(i)];
