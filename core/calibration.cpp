@@ -116,6 +116,11 @@ double CostModel::launch_overhead_s() const {
   return device_.launch_overhead_us * 1e-6;
 }
 
+std::optional<double> CostModel::executor_issue_seconds() const {
+  if (!calibration_ || !calibration_->executor_issue_us) return std::nullopt;
+  return *calibration_->executor_issue_us * 1e-6;
+}
+
 ElementwiseTime CostModel::elementwise_time(double bytes, ElementwiseKind kind) const {
   if (!(bytes >= 0) || !std::isfinite(bytes)) throw Error("elementwise cost: bytes must be >= 0, got " + std::to_string(bytes));
   if (!calibration_) return {bytes / (hbm_GBps_ * 1e9) + launch_overhead_s(), "datasheet"};

@@ -212,6 +212,10 @@ class CostModel {
 
   // One kernel launch: the calibration's launch_overhead_us when it has one, else the profile's.
   double launch_overhead_s() const;
+  // Host seconds the NCCL executor spends enqueueing one launch: the calibration's
+  // executor_issue_us; nullopt without one (no datasheet value: the simulator then prices GPU
+  // time only, as before the key existed).
+  std::optional<double> executor_issue_seconds() const;
 
   // Bytes one fused elementwise pass moves per step over `numel` elements, for a bf16 model
   // with fp32 master weights and fp32 optimizer state (DESIGN.md "Exact semantics").

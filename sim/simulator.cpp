@@ -33,6 +33,7 @@ struct RankSync {
   int waiting = 0;
   std::vector<char> done;
   std::vector<double> start, end;
+  std::vector<double> host_wait;  // per op: seconds it waited for the host to enqueue it
 };
 
 struct CollectiveSync {
@@ -57,6 +58,10 @@ class Runner {
  private:
   void stream_actor(int rank, const std::vector<int>& ops);
   void wait_for(int rank, const std::vector<int>& deps);
+  // Host issue model (StepProgram::issue_s_per_launch): the origin of an op's issue clock (1:
+  // once every clock-0 op of every rank is done, as the benchmark's barrier between its runs).
+  double clock_origin(int issue_clock);
+  void pass_barrier();
   void arrive(int c);
   void execute(int c, CollectiveSync& cs);
   void run_flows(const CollectiveSchedule& s);
@@ -79,7 +84,22 @@ class Runner {
   std::vector<sg4::Host*> hosts_;
   std::vector<RankSync> ranks_;
   std::vector<CollectiveSync> colls_;
+  struct Barrier {
+    long pending = 0;  // clock-0 ops still to finish, when clock-1 ops exist
+    double at_s = 0;
+    int waiting = 0;
+    sg4::MutexPtr mutex;
+    sg4::ConditionVariablePtr cv;
+  } barrier_;
 };
+
+// Sleeps until `t_s` when it is still ahead; returns the seconds slept.
+double sleep_until(double t_s) {
+  const double now = sg4::Engine::get_clock();
+  if (!(t_s > now)) return 0;
+  sg4::this_actor::sleep_until(t_s);
+  return t_s - now;
+}
 
 void Runner::start(const std::vector<sg4::Host*>& hosts) {
   hosts_ = hosts;
@@ -92,6 +112,7 @@ void Runner::start(const std::vector<sg4::Host*>& hosts) {
     rs.done.assign(n, 0);
     rs.start.assign(n, 0);
     rs.end.assign(n, 0);
+    rs.host_wait.assign(n, 0);
     std::vector<std::vector<int>> by_stream(kStreams);
     for (std::size_t i = 0; i < n; ++i) by_stream[static_cast<std::size_t>(prog_.ranks[r][i].stream)].push_back(static_cast<int>(i));
     for (int s = 0; s < kStreams; ++s) {
@@ -105,6 +126,37 @@ void Runner::start(const std::vector<sg4::Host*>& hosts) {
     c.mutex = sg4::Mutex::create();
     c.cv = sg4::ConditionVariable::create();
   }
+  barrier_.mutex = sg4::Mutex::create();
+  barrier_.cv = sg4::ConditionVariable::create();
+  long first = 0;
+  bool second = false;
+  for (const auto& ops : prog_.ranks) {
+    for (const SimOp& op : ops) {
+      if (op.issue_clock == 0) {
+        ++first;
+      } else {
+        second = true;
+      }
+    }
+  }
+  if (second && prog_.issue_s_per_launch) barrier_.pending = first;
+}
+
+double Runner::clock_origin(int issue_clock) {
+  if (issue_clock == 0) return 0;
+  if (barrier_.pending > 0) {
+    std::unique_lock<sg4::Mutex> lock(*barrier_.mutex);
+    ++barrier_.waiting;
+    while (barrier_.pending > 0) barrier_.cv->wait(lock);
+    --barrier_.waiting;
+  }
+  return barrier_.at_s;
+}
+
+void Runner::pass_barrier() {
+  if (barrier_.pending == 0 || --barrier_.pending > 0) return;
+  barrier_.at_s = sg4::Engine::get_clock();
+  if (barrier_.waiting > 0) barrier_.cv->notify_all();
 }
 
 void Runner::wait_for(int rank, const std::vector<int>& deps) {
@@ -121,12 +173,18 @@ void Runner::wait_for(int rank, const std::vector<int>& deps) {
   --rs.waiting;
 }
 
+// An op starts once its dependencies are done, its stream is free (the ops before it on this
+// actor) and, with the host issue model, its host has enqueued it; it ends no earlier than its
+// last launch allows (SimOp::issued_end_s).
 void Runner::stream_actor(int rank, const std::vector<int>& ops) {
   RankSync& rs = ranks_[static_cast<std::size_t>(rank)];
+  const bool host = prog_.issue_s_per_launch.has_value();
   for (int i : ops) {
     const SimOp& op = prog_.ranks[static_cast<std::size_t>(rank)][static_cast<std::size_t>(i)];
     wait_for(rank, op.deps);
     const auto k = static_cast<std::size_t>(i);
+    const double origin_s = host ? clock_origin(op.issue_clock) : 0;
+    if (host) rs.host_wait[k] = sleep_until(origin_s + op.issued_s);
     rs.start[k] = sg4::Engine::get_clock();
     if (op.collective >= 0) {
       arrive(op.collective);
@@ -134,8 +192,10 @@ void Runner::stream_actor(int rank, const std::vector<int>& ops) {
     } else if (op.seconds > 0) {
       sg4::this_actor::sleep_for(op.seconds);
     }
+    if (host) rs.host_wait[k] += sleep_until(origin_s + op.issued_end_s);
     rs.end[k] = sg4::Engine::get_clock();
     rs.done[k] = 1;
+    if (host && op.issue_clock == 0) pass_barrier();
     if (rs.waiting > 0) rs.cv->notify_all();
   }
 }
@@ -282,6 +342,8 @@ SimOutcome Runner::outcome() const {
       const SimOp& op = prog_.ranks[r][i];
       end = std::max(end, ranks_[r].end[i]);
       if (op.phase != Phase::optimizer) o.grads_ready_s = std::max(o.grads_ready_s, ranks_[r].end[i]);
+      // Waiting for the host: the calibration's executor_issue_us priced it.
+      if (ranks_[r].host_wait[i] > 0) by_source["measured"] += ranks_[r].host_wait[i];
       if (op.collective >= 0) {
         const CollectiveSync& cs = colls_[static_cast<std::size_t>(op.collective)];
         by_source[op.source] += cs.end - cs.start;

@@ -120,12 +120,23 @@ int stream_of(OpKind kind, Phase phase, bool one_comm_stream) {
   return kind == OpKind::all_gather || kind == OpKind::broadcast ? kGatherStream : kReduceStream;
 }
 
+// Whether the executor enqueues Plan op `i` inside the launch of op `previous` (the op it
+// enqueued just before): consecutive AdamW ops on one stream run as one multi-tensor launch
+// (kernels/nccl_executor.cpp enqueue, ExecutorOptions::fuse_adamw, on by default).
+bool fuses_with(const std::vector<Op>& ops, int previous, int i) {
+  if (previous < 0 || previous != i - 1) return false;
+  const Op& a = ops[static_cast<std::size_t>(previous)];
+  const Op& b = ops[static_cast<std::size_t>(i)];
+  return a.kind == OpKind::adamw && b.kind == OpKind::adamw && a.stream == b.stream && a.phase == b.phase;
+}
+
 // Builds one rank's op list; collectives are created in `prog` on first sight.
 class RankBuilder {
  public:
   RankBuilder(StepProgram& prog, const Plan& plan, const Routing& routing, const ForwardBackwardCost& units,
-              const TrainingSpec& t, bool as_is, bool merge)
-      : prog_(prog), plan_(plan), routing_(routing), units_(units), t_(t), as_is_(as_is), merge_(merge && !as_is) {}
+              const TrainingSpec& t, bool as_is, bool merge, bool phase_runs)
+      : prog_(prog), plan_(plan), routing_(routing), units_(units), t_(t), as_is_(as_is), merge_(merge && !as_is),
+        phase_runs_(phase_runs && as_is) {}
 
   // First pass (collecting): only gathers the ordering constraints into `edges`. Second pass:
   // builds the rank's ops with every unit's launches in `positions` order.
@@ -152,6 +163,9 @@ class RankBuilder {
   const TrainingSpec& t_;
   bool as_is_;
   bool merge_;
+  // The executor benchmark's two runs (host issue model, plan_as_is): every forward/backward op
+  // of the rank before its optimizer ops, as the host enqueues them.
+  bool phase_runs_;
   std::vector<SimOp> ops_;
   // The rank being built: its collectives per unit, optimizer-phase ops, plan op -> sim op.
   int rank_ = 0;
@@ -236,6 +250,10 @@ void RankBuilder::classify(int rank) {
     if (it == list.end()) list.push_back({c, {}}), it = list.end() - 1;
     it->second.push_back(static_cast<int>(i));
   }
+  if (phase_runs_) {
+    std::stable_partition(optimizer_ops_.begin(), optimizer_ops_.end(),
+                          [&](int i) { return plan_ops[static_cast<std::size_t>(i)].phase != Phase::optimizer; });
+  }
 }
 
 void RankBuilder::add_plan_deps(SimOp& s, const std::vector<int>& members, int self) {
@@ -261,6 +279,7 @@ void RankBuilder::add_plan_deps(SimOp& s, const std::vector<int>& members, int s
 int RankBuilder::collective_op(int c, const std::vector<int>& members, std::vector<int> extra) {
   const SimCollective& sc = prog_.collectives[static_cast<std::size_t>(c)];
   SimOp s{sc.stream, sc.phase, std::string(to_string(sc.call.kind)), sc.label, 0, c, std::move(extra)};
+  s.launches = static_cast<int>(members.size());  // the executor enqueues each Plan collective
   const int index = static_cast<int>(ops_.size());
   for (int m : members) sim_of_[static_cast<std::size_t>(m)] = index;
   add_plan_deps(s, members, index);
@@ -296,8 +315,10 @@ void RankBuilder::emit_forward_backward() {
         prog_.collectives.push_back(std::move(copy));
       }
       const SimCollective& sc = prog_.collectives[static_cast<std::size_t>(it->second)];
-      mine.push_back(emit({sc.stream, Phase::backward, std::string(to_string(sc.call.kind)), sc.label, 0, it->second,
-                           gate >= 0 ? std::vector<int>{bwd_compute[static_cast<std::size_t>(U - 1 - gate)]} : std::vector<int>{}}));
+      SimOp again{sc.stream, Phase::backward, std::string(to_string(sc.call.kind)), sc.label, 0, it->second,
+                  gate >= 0 ? std::vector<int>{bwd_compute[static_cast<std::size_t>(U - 1 - gate)]} : std::vector<int>{}};
+      again.launches = static_cast<int>(members.size());
+      mine.push_back(emit(std::move(again)));
     }
     bwd_compute[u] = emit({kComputeStream, Phase::backward, "backward", "unit " + std::to_string(u), units_.units[u].backward_s, -1,
                            mine, std::string(source_class(units_.units[u].source))});
@@ -325,8 +346,11 @@ std::vector<SimOp> RankBuilder::build(int rank, const std::vector<NsTime>& compu
   }
   sim_of_.assign(plan_ops.size(), -1);
   emit_forward_backward();
+  int previous = -1;  // the Plan op emitted last
   for (int i : optimizer_ops_) {
     const Op& op = plan_ops[static_cast<std::size_t>(i)];
+    const bool fused = fuses_with(plan_ops, previous, i);
+    previous = i;
     if (is_collective(op.kind)) {
       collective_op(merged_index(rank, op, -1), {i}, {});
       continue;
@@ -334,6 +358,7 @@ std::vector<SimOp> RankBuilder::build(int rank, const std::vector<NsTime>& compu
     const NsTime& priced = compute[static_cast<std::size_t>(i)];
     SimOp s{kComputeStream, Phase::optimizer, std::string(to_string(op.kind)), op.label, priced.seconds, -1, {},
             std::string(source_class(priced.source))};
+    s.launches = fused ? 0 : 1;
     const int index = static_cast<int>(ops_.size());
     sim_of_[static_cast<std::size_t>(i)] = index;
     add_plan_deps(s, {i}, index);
@@ -350,8 +375,9 @@ std::vector<SimOp> RankBuilder::build(int rank, const std::vector<NsTime>& compu
 // an op joins the run when every dependency it has outside the run lies before the run's
 // start in the list, and no collective listed since the run began waits on one of its members. The GPU runs such a run
 // back to back anyway; the simulation then needs one event instead of hundreds (an AdamW or
-// DDP optimizer phase is ~1000 elementwise kernels per GPU).
-std::vector<SimOp> merge_compute_runs(std::vector<SimOp> ops) {
+// DDP optimizer phase is ~1000 elementwise kernels per GPU). With `host_issue` a run keeps its
+// first op's issue time and the latest end its members' launches allow (SimOp::issued_end_s).
+std::vector<SimOp> merge_compute_runs(std::vector<SimOp> ops, bool host_issue) {
   std::vector<int> new_index(ops.size(), -1);
   std::vector<SimOp> out;
   int run_start = -1;  // old index of the current run's first op
@@ -362,6 +388,7 @@ std::vector<SimOp> merge_compute_runs(std::vector<SimOp> ops) {
     const bool compute = op.collective < 0;
     bool joins = compute && run_out >= 0 && op.phase == out[static_cast<std::size_t>(run_out)].phase &&
                  op.category == out[static_cast<std::size_t>(run_out)].category &&
+                 op.issue_clock == out[static_cast<std::size_t>(run_out)].issue_clock &&
                  op.source == out[static_cast<std::size_t>(run_out)].source;  // keeps the shares by source
     if (joins) {
       for (int d : op.deps) joins = joins && (d < run_start || new_index[static_cast<std::size_t>(d)] == run_out);
@@ -371,6 +398,10 @@ std::vector<SimOp> merge_compute_runs(std::vector<SimOp> ops) {
     if (joins) {
       SimOp& run = out[static_cast<std::size_t>(run_out)];
       run.seconds += op.seconds;
+      // Back to back after its first launch's issue, the run ends no earlier than any member's
+      // issue plus the GPU time of that member and those after it.
+      if (host_issue) run.issued_end_s = std::max(run.issued_end_s + op.seconds, op.issued_end_s);
+      run.launches += op.launches;
       for (int d : deps) {
         if (d != run_out) run.deps.push_back(d);
       }
@@ -412,6 +443,22 @@ std::string describe_shares(const std::map<std::string_view, double>& seconds_by
 
 }  // namespace
 
+void assign_issue_times(std::vector<SimOp>& ops, double seconds_per_launch, bool optimizer_restarts) {
+  if (!(seconds_per_launch >= 0)) throw Error("sim: executor issue cost must be >= 0 s a launch");
+  long issued[2] = {0, 0};  // launches enqueued so far on each clock
+  for (SimOp& op : ops) {
+    op.issue_clock = optimizer_restarts && op.phase == Phase::optimizer ? 1 : 0;
+    if (op.issue_clock == 0 && issued[1] > 0) {
+      throw Error("sim: rank op '" + op.label + "' of the forward/backward run follows optimizer ops (host issue model)");
+    }
+    long& n = issued[op.issue_clock];
+    op.issued_s = seconds_per_launch * double(n + (op.launches > 0 ? 1 : 0));
+    n += op.launches;
+    // A collective's GPU time is only known when it runs: its bound is its last launch's issue.
+    op.issued_end_s = op.collective >= 0 ? seconds_per_launch * double(n) : op.issued_s + op.seconds;
+  }
+}
+
 StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const Routing& routing,
                                const OptimizerConfig& optimizer, const CostModel& cost, const TrainingSpec& training,
                                const ProgramOptions& options) {
@@ -441,16 +488,24 @@ StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const R
     }
   }
   prog.optimizer_source = cost.calibrated() ? describe_shares(optimizer_by_source) : "roofline";
+  // The host issue model, only with a measured cost per launch. Scenario mode (a real step) is
+  // kept simple: one host issues the whole program in its order on one clock, never waiting for
+  // the GPU, and forward/backward compute units cost it nothing (their kernels' launch cost is
+  // PyTorch's, not the executor's, and hides behind a layer's GPU time).
+  const std::optional<double> issue_s = cost.executor_issue_seconds();
+  prog.issue_s_per_launch = issue_s;
   for (bool merge : {true, false}) {
     prog.ranks.clear();
     prog.collectives.clear();
-    RankBuilder builder(prog, plan, routing, units, training, options.plan_as_is, merge);
+    RankBuilder builder(prog, plan, routing, units, training, options.plan_as_is, merge, issue_s.has_value());
     try {
       for (std::size_t r = 0; r < plan.ranks.size(); ++r) builder.build(static_cast<int>(r), seconds[r]);
       builder.positions = global_positions(static_cast<int>(prog.collectives.size()), builder.edges);
       builder.collecting = false;
       for (std::size_t r = 0; r < plan.ranks.size(); ++r) {
-        prog.ranks.push_back(merge_compute_runs(builder.build(static_cast<int>(r), seconds[r])));
+        std::vector<SimOp> ops = builder.build(static_cast<int>(r), seconds[r]);
+        if (issue_s) assign_issue_times(ops, *issue_s, options.plan_as_is);
+        prog.ranks.push_back(merge_compute_runs(std::move(ops), issue_s.has_value()));
       }
     } catch (const MergeCycle&) {
       if (!merge) throw;

@@ -44,6 +44,15 @@ struct SimOp {
   // Where `seconds` (or the collective's time) came from, as core's source_class():
   // "measured", "interpolated" or "datasheet" (roofline, modelled links, MFU assumption).
   std::string source = "datasheet";
+  // The host issue model (StepProgram::issue_s_per_launch set; otherwise the clock and times
+  // below stay zero and nothing reads `launches`). The NCCL executor enqueues a rank's ops from
+  // one host thread, ~5-8 us a launch, without waiting for the GPU inside a phase: when ops are
+  // short the stream runs at the host's pace.
+  int launches = 0;         // executor launches this op stands for (assign_issue_times)
+  int issue_clock = 0;      // 0: counted from the step's start; 1: from the barrier after the
+                            // forward/backward ops (plan_as_is: the benchmark's second run)
+  double issued_s = 0;      // its first launch is enqueued this long after its clock's origin
+  double issued_end_s = 0;  // and it cannot end earlier than this (its later launches)
 };
 
 struct SimCollective {
@@ -70,6 +79,9 @@ struct StepProgram {
   std::vector<std::pair<std::string, double>> compute_seconds_by_source;  // "measured", ... -> seconds
   std::string optimizer_source;  // "roofline" without a calibration, else each source's share
   std::string launches_note;     // set when a layer's launches could not be merged
+  // Host seconds per executor launch (the calibration's executor_issue_us); unset: no host
+  // model, ops start when their stream and dependencies allow.
+  std::optional<double> issue_s_per_launch;
 };
 
 struct ProgramOptions {
@@ -77,6 +89,17 @@ struct ProgramOptions {
   // every collective on one communication stream, no forward/backward compute. For --validate.
   bool plan_as_is = false;
 };
+
+// Host issue times of one rank's ops (before merge_compute_runs), from their `launches` in list
+// order, which is the order the executor enqueues them: op k's first launch is enqueued at
+// seconds_per_launch x (launches of ops 0..k-1 on its clock + 1) after its clock's origin, so
+// an op of N launches on an idle GPU ends no earlier than N launches in; an op without launches
+// (a fused AdamW tail, forward/backward compute) is enqueued when the op before it was.
+// Compute ops: issued_end_s = issued_s + seconds; collectives: the issue of their last launch.
+// With `optimizer_restarts` (plan_as_is: the benchmark runs the optimizer ops as a second run
+// after a barrier), optimizer-phase ops count on clock 1 from 0 again; they must then follow
+// every forward/backward op of the rank in the list (throws dmuon::Error otherwise).
+void assign_issue_times(std::vector<SimOp>& ops, double seconds_per_launch, bool optimizer_restarts);
 
 // Throws dmuon::Error when the Plan's ops cannot be ordered (an internal inconsistency).
 StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const Routing& routing,
