@@ -178,10 +178,9 @@ void print_curve(const exec::CommSweepCurve& c) {
   std::fflush(stdout);
 }
 
-// Host seconds the NCCL executor spends per launch, the slowest rank's median: the scenario's
-// adamw Plan over this machine's GPUs (a parameter at a time all-gathered and reduce-scattered,
-// then AdamW), run as `dmuon-bench step` runs it (op spans timed). Its fwd/bwd phase is
-// hundreds of short launches, where the host, not the GPU, sets the pace.
+// Host seconds the NCCL executor spends per launch, the slowest rank's median: the first
+// launches of the scenario's adamw Plan over this machine's GPUs (a parameter at a time
+// all-gathered and reduce-scattered), run as `dmuon-bench step` runs it (op spans timed).
 double measure_issue_seconds(exec::RankHandle& h, const Scenario& sc, double timeout_seconds) {
   const Routing routing = route_parameters(sc.model, sc.routing);
   ClusterSpec cluster = sc.cluster;
@@ -196,10 +195,15 @@ double measure_issue_seconds(exec::RankHandle& h, const Scenario& sc, double tim
   const exec::RankMeasurement m = exec::measure_plan(h, sp.plan, sc.model, routing, sc.optimizer, bo);
   std::vector<double> per_launch;
   for (const auto& s : m.samples) {
-    const int launches = s.comm_phase.launches + s.optimizer.launches;
-    if (launches > 0) per_launch.push_back((s.comm_phase.host_issue_seconds + s.optimizer.host_issue_seconds) / launches);
+    // The first launches of the forward/backward run: the host is not yet held up by a full
+    // launch queue (executor_timing.hpp).
+    const exec::RunTiming& t = s.comm_phase;
+    if (t.host_issue_sample_launches > 0) per_launch.push_back(t.host_issue_sample_seconds / t.host_issue_sample_launches);
   }
-  if (per_launch.empty()) throw Error("executor issue cost: the adamw Plan enqueued no launch");
+  if (per_launch.empty()) {
+    throw Error("executor issue cost: the adamw Plan of " + sc.name + " has fewer than " +
+                std::to_string(exec::kIssueSampleLaunches) + " forward/backward launches a rank");
+  }
   std::sort(per_launch.begin(), per_launch.end());
   const std::vector<double> all = h.all_gather(std::vector<double>{per_launch[per_launch.size() / 2]});
   return *std::max_element(all.begin(), all.end());

@@ -22,7 +22,13 @@ struct RunTiming {
   // the GPU work per op is short, this rate, not the GPU, sets how fast a stream advances.
   double host_issue_seconds = 0;
   int launches = 0;
+  // The same over the first kIssueSampleLaunches launches only: later ones can block in a full
+  // CUDA launch queue while the GPU works, which measures the GPU, not the host (on 2 x H200
+  // the whole loop read 29 us a launch, a GPU-bound rate).
+  double host_issue_sample_seconds = 0;
+  int host_issue_sample_launches = 0;
 };
+inline constexpr int kIssueSampleLaunches = 64;
 
 // Seconds covered by the union of the spans on `stream` (all streams when null).
 double busy_seconds(const std::vector<OpSpan>& spans, const StreamKind* stream);

@@ -169,6 +169,7 @@ RunTiming RankExecutor::run(unsigned phases, long adam_step, bool time_ops) {
   DMUON_CUDA_CHECK(cudaStreamWaitEvent(comm_, events_->t0, 0));
   std::vector<std::pair<int, int>> ran;  // (first op, ops covered)
   const auto issue_start = std::chrono::steady_clock::now();
+  auto sample_end = issue_start;
   try {
     for (int i = 0; i < static_cast<int>(ops.size());) {
       if (!(phase_bit(ops[at(i)].phase) & phases)) {
@@ -179,6 +180,7 @@ RunTiming RankExecutor::run(unsigned phases, long adam_step, bool time_ops) {
       int fused = 1;
       enqueue(i, phases, adam_step, time_ops, fused);
       ran.push_back({i, fused});
+      if (static_cast<int>(ran.size()) == kIssueSampleLaunches) sample_end = std::chrono::steady_clock::now();
       i += fused;
     }
   } catch (const Error& e) {
@@ -202,6 +204,10 @@ RunTiming RankExecutor::run(unsigned phases, long adam_step, bool time_ops) {
   t.seconds = std::max(elapsed_seconds(events_->t0, events_->compute_end), elapsed_seconds(events_->t0, events_->comm_end));
   t.host_issue_seconds = issue_seconds;
   t.launches = static_cast<int>(ran.size());
+  if (t.launches >= kIssueSampleLaunches) {
+    t.host_issue_sample_seconds = std::chrono::duration<double>(sample_end - issue_start).count();
+    t.host_issue_sample_launches = kIssueSampleLaunches;
+  }
   if (time_ops) {
     for (const auto& [i, n] : ran) {
       const Op& op = ops[at(i)];

@@ -5,6 +5,12 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include <unistd.h>
+
 
 #include <nlohmann/json.hpp>
 
@@ -61,14 +67,32 @@ void NsEngine::State::load_cache() {
   }
 }
 
+// Several engines share one cache file: the ranks of a threads-launched job (one process) and
+// of an MPI job (several). A plain rewrite let a rank read the file half written (seen on
+// 2 x H200: "not a tuning cache ... parse error"), so the new text goes to a file of its own
+// and is renamed over the cache, which readers then see whole, old or new. The process-wide
+// mutex keeps threads from losing each other's winners; across processes the last writer's
+// winners win and a lost one is only tuned again.
 void NsEngine::State::save_cache() const {
   if (options.tune_cache_file.empty()) return;
+  static std::mutex cache_mutex;
+  const std::lock_guard<std::mutex> lock(cache_mutex);
   nlohmann::json j = read_cache_file(options.tune_cache_file);
   nlohmann::json& mine = j["gpus"][gpu];
   for (const auto& [key, impl] : winners) mine[key]["impl"] = std::string(to_string(impl));
-  std::ofstream out(options.tune_cache_file);
-  out << j.dump(1) << "\n";
-  if (!out) throw Error(options.tune_cache_file + ": cannot write the tuning cache");
+  const std::string temporary = options.tune_cache_file + ".tmp." + std::to_string(::getpid()) + "." +
+                                std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
+  {
+    std::ofstream out(temporary);
+    out << j.dump(1) << "\n";
+    if (!out.flush()) throw Error(temporary + ": cannot write the tuning cache");
+  }
+  std::error_code error;
+  std::filesystem::rename(temporary, options.tune_cache_file, error);
+  if (error) {
+    std::filesystem::remove(temporary, error);
+    throw Error(options.tune_cache_file + ": cannot replace the tuning cache (" + error.message() + ")");
+  }
 }
 
 std::vector<NsTuneResult> NsEngine::tune(long rows, long cols, int batch, const NsConfig& ns) {
