@@ -168,7 +168,7 @@ void print_curve(const exec::CommSweepCurve& c) {
   for (const auto& p : c.points) {
     const double algbw = p.bytes / p.seconds / 1e9;
     std::printf("%15.0f %12lld %9s %6s %5d %s%9.2f %8.2f %8.2f\n", p.bytes, static_cast<long long>(p.count), "bfloat16",
-                reduces ? "sum" : "none", rooted ? 0 : -1, p.below_resolution ? "<" : " ", p.seconds * 1e6, algbw,
+                reduces ? "avg" : "none", rooted ? 0 : -1, p.below_resolution ? "<" : " ", p.seconds * 1e6, algbw,
                 algbw * exec::bus_bandwidth_factor(c.kind, c.ranks));
   }
   if (std::any_of(c.points.begin(), c.points.end(), [](const auto& p) { return p.below_resolution; })) {

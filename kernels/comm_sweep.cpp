@@ -103,6 +103,9 @@ std::size_t part_bytes(OpKind kind, std::size_t bytes, int ranks) {
 // One call of `kind` moving `bytes` (nccl-tests size), in place as the executor runs it
 // (kernels/executor_collectives.cpp); all-to-all as grouped send/recv between every pair, the
 // rank's own part a device copy.
+// Reductions average, as every Plan reduction does (core/plan_builders.cpp): on one rank NCCL
+// then runs a scaling kernel over the buffer where a sum runs nothing (the first H100 sweep
+// used sum and read 0.5 us for a 622 MB reduce-scatter the executor spent 500 us on).
 void launch(const Target& t, OpKind kind, std::size_t bytes) {
   const std::size_t count = bytes / kElementBytes;
   const std::size_t part = count / static_cast<std::size_t>(t.ranks);
@@ -112,16 +115,16 @@ void launch(const Target& t, OpKind kind, std::size_t bytes) {
       DMUON_NCCL_CHECK(ncclAllGather(mine, t.a, part, ncclBfloat16, t.comm, t.stream));
       return;
     case OpKind::reduce_scatter:
-      DMUON_NCCL_CHECK(ncclReduceScatter(t.a, mine, part, ncclBfloat16, ncclSum, t.comm, t.stream));
+      DMUON_NCCL_CHECK(ncclReduceScatter(t.a, mine, part, ncclBfloat16, ncclAvg, t.comm, t.stream));
       return;
     case OpKind::all_reduce:
-      DMUON_NCCL_CHECK(ncclAllReduce(t.a, t.a, count, ncclBfloat16, ncclSum, t.comm, t.stream));
+      DMUON_NCCL_CHECK(ncclAllReduce(t.a, t.a, count, ncclBfloat16, ncclAvg, t.comm, t.stream));
       return;
     case OpKind::broadcast:
       DMUON_NCCL_CHECK(ncclBroadcast(t.a, t.a, count, ncclBfloat16, 0, t.comm, t.stream));
       return;
     case OpKind::reduce:
-      DMUON_NCCL_CHECK(ncclReduce(t.a, t.a, count, ncclBfloat16, ncclSum, 0, t.comm, t.stream));
+      DMUON_NCCL_CHECK(ncclReduce(t.a, t.a, count, ncclBfloat16, ncclAvg, 0, t.comm, t.stream));
       return;
     case OpKind::all_to_all: {
       const std::size_t part_bytes = part * kElementBytes;
