@@ -125,6 +125,34 @@ NsTime compute_op_time(const Op& op, const Routing& routing, const OptimizerConf
   return cost.elementwise_time(elementwise_bytes(op), kind);
 }
 
+std::vector<NsTime> rank_compute_times(const std::vector<Op>& ops, const Routing& routing,
+                                       const OptimizerConfig& optimizer, const CostModel& cost) {
+  std::vector<NsTime> out(ops.size(), NsTime{0, "datasheet"});
+  for (std::size_t i = 0; i < ops.size();) {
+    const Op& op = ops[i];
+    if (is_collective(op.kind)) {
+      ++i;
+      continue;
+    }
+    if (op.kind != OpKind::adamw) {
+      out[i] = compute_op_time(op, routing, optimizer, cost);
+      ++i;
+      continue;
+    }
+    std::size_t end = i + 1;
+    while (end < ops.size() && ops[end].kind == OpKind::adamw && ops[end].stream == op.stream && ops[end].phase == op.phase) ++end;
+    double bytes = 0;
+    for (std::size_t k = i; k < end; ++k) bytes += elementwise_bytes(ops[k]);
+    const NsTime whole = cost.elementwise_time(bytes, ElementwiseKind::adamw);
+    for (std::size_t k = i; k < end; ++k) {
+      const double share = bytes > 0 ? elementwise_bytes(ops[k]) / bytes : 1.0 / double(end - i);
+      out[k] = NsTime{whole.seconds * share, whole.source};
+    }
+    i = end;
+  }
+  return out;
+}
+
 double compute_op_seconds(const Op& op, const Routing& routing, const OptimizerConfig& optimizer,
                           const CostModel& cost) {
   return compute_op_time(op, routing, optimizer, cost).seconds;

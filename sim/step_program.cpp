@@ -479,12 +479,9 @@ StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const R
   std::vector<std::vector<NsTime>> seconds(plan.ranks.size());
   std::map<std::string_view, double> optimizer_by_source;
   for (std::size_t r = 0; r < plan.ranks.size(); ++r) {
-    seconds[r].assign(plan.ranks[r].size(), NsTime{0, "datasheet"});
+    seconds[r] = rank_compute_times(plan.ranks[r], routing, optimizer, cost);
     for (std::size_t i = 0; i < plan.ranks[r].size(); ++i) {
-      const Op& op = plan.ranks[r][i];
-      if (is_collective(op.kind)) continue;
-      seconds[r][i] = compute_op_time(op, routing, optimizer, cost);
-      optimizer_by_source[seconds[r][i].source] += seconds[r][i].seconds;
+      if (!is_collective(plan.ranks[r][i].kind)) optimizer_by_source[seconds[r][i].source] += seconds[r][i].seconds;
     }
   }
   prog.optimizer_source = cost.calibrated() ? describe_shares(optimizer_by_source) : "roofline";
