@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Issue 12's leave-one-out validation, re-run from the committed measurements.
+
+For every measured report under reports/measured/<machine>/ (dmuon-bench step JSONs and
+fsdp2_step.py compute-only JSONs), runs `dmuon-sim --validate` twice: with the machine's
+calibration (measured on the calibration scenario's model only) and without any (the datasheet
+roofline and flat MFU the simulator used before), and writes
+  - a JSON with every row (predicted/measured, both ways, and whether the configuration's model
+    was the calibration's),
+  - a Markdown table per machine, for reports/sim-validation.md.
+
+  python3 harness/tools/leave_one_out.py --sim build/harness/dmuon-sim \
+      --json reports/sim-validation-loo.json --markdown reports/sim-validation-loo.md
+Run from the repository root. Exit 1 when a dmuon-sim call fails.
+"""
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+# machine folder -> (calibration file, the scenario it was measured on)
+MACHINES = {
+    "1xh100": ("scenarios/calibration/h100-sxm.yaml", "scenarios/validation/qwen2.5-3b-dmuon-1xh100.yaml"),
+    "2xh200": ("scenarios/calibration/h200.yaml", "scenarios/validation/qwen2.5-3b-dmuon-2xh200.yaml"),
+    "1xh200": ("scenarios/calibration/h200-x1.yaml", "scenarios/validation/qwen2.5-3b-dmuon-1xh200.yaml"),
+}
+CALIBRATION_MODEL = "qwen2.5-3b"
+
+
+def run_validate(sim, measured, scenario, calibration):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "v.json")
+        cmd = [sim, "--validate", measured, "--json", out]
+        if scenario:
+            cmd += ["--scenario", scenario]
+        if calibration:
+            cmd += ["--calibration", calibration]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode not in (0, 1) or not os.path.exists(out):
+            sys.exit(f"leave_one_out.py: {' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()[-400:]}")
+        with open(out) as f:
+            return json.load(f)
+
+
+def rows_of(validation):
+    out = []
+    for r in validation["rows"]:
+        unit = r.get("unit", "s")
+        if unit != "s":
+            continue
+        out.append((r["strategy"], r["quantity"], r["predicted_seconds"], r["measured_seconds"]))
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--sim", default="build/harness/dmuon-sim")
+    p.add_argument("--json", required=True)
+    p.add_argument("--markdown", required=True)
+    a = p.parse_args()
+    everything, md = [], []
+    for machine, (calibration, calibration_scenario) in MACHINES.items():
+        files = sorted(glob.glob(f"reports/measured/{machine}/*.json"))
+        if not files:
+            continue
+        md += [f"### {machine} (calibration `{calibration}`, measured on `{calibration_scenario}`)", "",
+               "| configuration | strategy | quantity | measured ms | datasheet ms | error | calibrated ms | error | in calibration |",
+               "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+        for f in files:
+            name = os.path.basename(f)[:-5]
+            config = name.split("-", 1)[1]  # step-<scenario name> / compute-<scenario name>
+            scenario = f"scenarios/validation/{config}.yaml" if name.startswith("compute-") else None
+            before = rows_of(run_validate(a.sim, f, scenario, None))
+            after = rows_of(run_validate(a.sim, f, scenario, calibration))
+            seen = config.startswith(CALIBRATION_MODEL + "-")
+            for (s, q, pb, m), (_, _, pa, _) in zip(before, after):
+                eb, ea = pb / m - 1, pa / m - 1
+                everything.append({"machine": machine, "configuration": config, "measured_file": f, "strategy": s,
+                                   "quantity": q, "measured_seconds": m, "datasheet_seconds": pb,
+                                   "datasheet_error": eb, "calibrated_seconds": pa, "calibrated_error": ea,
+                                   "calibration": calibration, "model_in_calibration": seen})
+                md.append(f"| {config} | {s} | {q} | {m * 1e3:.2f} | {pb * 1e3:.2f} | {eb * 100:+.1f}% | "
+                          f"{pa * 1e3:.2f} | {ea * 100:+.1f}% | {'yes' if seen else 'no'} |")
+        md.append("")
+    unseen = [r for r in everything if not r["model_in_calibration"]]
+    summary = {
+        "rows": len(everything),
+        "unseen_rows": len(unseen),
+        "unseen_within_10pct_calibrated": sum(abs(r["calibrated_error"]) <= 0.10 for r in unseen),
+        "unseen_within_10pct_datasheet": sum(abs(r["datasheet_error"]) <= 0.10 for r in unseen),
+        "unseen_max_abs_error_calibrated": max((abs(r["calibrated_error"]) for r in unseen), default=0),
+        "unseen_max_abs_error_datasheet": max((abs(r["datasheet_error"]) for r in unseen), default=0),
+    }
+    with open(a.json, "w") as f:
+        json.dump({"tool": "harness/tools/leave_one_out.py", "summary": summary, "rows": everything}, f, indent=1)
+        f.write("\n")
+    with open(a.markdown, "w") as f:
+        f.write("\n".join(md) + "\n")
+    print(json.dumps(summary, indent=1))
+
+
+if __name__ == "__main__":
+    main()
