@@ -13,27 +13,18 @@
 #include "kernels/comm_watchdog.hpp"
 #include "kernels/comm_world.hpp"
 #include "kernels/cuda_check.hpp"
+#include "kernels/owned_stream.hpp"
 #include "kernels/device_buffer.hpp"
 
 namespace dmuon::exec {
 namespace {
 
+using cuda::OwnedStream;
+
 constexpr std::size_t kElementBytes = 2;  // bf16, what the Plans' collectives move
 
-class OwnedStream {
- public:
-  OwnedStream() { DMUON_CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
-  ~OwnedStream() { (void)cudaStreamDestroy(s_); }
-  OwnedStream(const OwnedStream&) = delete;
-  OwnedStream& operator=(const OwnedStream&) = delete;
-  cudaStream_t get() const { return s_; }
-
- private:
-  cudaStream_t s_ = nullptr;
-};
-
-// One event between consecutive calls: call i's time is event i to event i+1, with no host
-// synchronisation between calls (a host sync would let ranks drift apart between calls).
+// Events around the timed loop (time_point uses the first and the one after the last call);
+// no host synchronisation between calls (a host sync would let ranks drift apart).
 class EventChain {
  public:
   explicit EventChain(std::size_t n) : events_(n, nullptr) {

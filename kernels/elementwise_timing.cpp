@@ -9,6 +9,7 @@
 #include "core/calibration.hpp"
 #include "core/error.hpp"
 #include "kernels/cuda_check.hpp"
+#include "kernels/owned_stream.hpp"
 #include "kernels/device_buffer.hpp"
 #include "kernels/elementwise.hpp"
 
@@ -22,18 +23,6 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
-
-class OwnedStream {
- public:
-  OwnedStream() { DMUON_CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
-  ~OwnedStream() { (void)cudaStreamDestroy(s_); }
-  OwnedStream(const OwnedStream&) = delete;
-  OwnedStream& operator=(const OwnedStream&) = delete;
-  cudaStream_t get() const { return s_; }
-
- private:
-  cudaStream_t s_ = nullptr;
-};
 
 std::vector<std::size_t> payloads(std::size_t min_bytes, std::size_t max_bytes) {
   std::vector<std::size_t> out;
