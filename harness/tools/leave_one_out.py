@@ -7,7 +7,10 @@ calibration (measured on the calibration scenario's model only) and without any 
 roofline and flat MFU the simulator used before), and writes
   - a JSON with every row (predicted/measured, both ways, and whether the configuration's model
     was the calibration's),
-  - a Markdown table per machine, for reports/sim-validation.md.
+  - a Markdown table per machine, for reports/sim-validation.md,
+  - with --parity PREFIX, PREFIX-calibrated.json and PREFIX-datasheet.json: the rows of models
+    outside the calibration in `dmuon-sim --validate --json`'s row format, for
+    `harness/tools/plot.py parity`.
 
   python3 harness/tools/leave_one_out.py --sim build/harness/dmuon-sim \
       --json reports/sim-validation-loo.json --markdown reports/sim-validation-loo.md
@@ -60,6 +63,7 @@ def main():
     p.add_argument("--sim", default="build/harness/dmuon-sim")
     p.add_argument("--json", required=True)
     p.add_argument("--markdown", required=True)
+    p.add_argument("--parity", help="also write PREFIX-calibrated.json and PREFIX-datasheet.json")
     a = p.parse_args()
     everything, md = [], []
     for machine, (calibration, calibration_scenario) in MACHINES.items():
@@ -99,6 +103,14 @@ def main():
         f.write("\n")
     with open(a.markdown, "w") as f:
         f.write("\n".join(md) + "\n")
+    if a.parity:
+        for way in ("calibrated", "datasheet"):
+            rows = [{"strategy": f"{r['configuration']} {r['strategy']}", "quantity": r["quantity"], "unit": "s",
+                     "predicted_seconds": r[f"{way}_seconds"], "measured_seconds": r["measured_seconds"]}
+                    for r in unseen]
+            with open(f"{a.parity}-{way}.json", "w") as f:
+                json.dump({"machine": way, "tool": "harness/tools/leave_one_out.py", "rows": rows}, f, indent=1)
+                f.write("\n")
     print(json.dumps(summary, indent=1))
 
 

@@ -446,7 +446,7 @@ def draw_parity(s):
             continue
         ax.scatter([p["measured_ms"] for p in pts], [p["predicted_ms"] for p in pts], s=22,
                    marker=markers[i % len(markers)], color=colors(i % 10), label=label, zorder=3)
-        for p in pts:
+        for p in pts if s.get("labels", True) else []:
             # A label that would print over an earlier one (same height, within 2x left or right) moves down.
             key = (math.log10(p["measured_ms"]), math.log10(p["predicted_ms"]))
             near = sum(abs(key[0] - a) < 0.3 and abs(key[1] - b) < 0.03 for a, b in placed)
@@ -465,8 +465,11 @@ def draw_parity(s):
     ax.set_aspect("equal")
     ax.set_xlabel("measured (ms)")
     ax.set_ylabel("predicted by dmuon-sim (ms)")
-    within = sum(abs(p["rel_error"]) <= 0.1 for p in s["points"])
-    ax.set_title(f"dmuon-sim --validate: {within} of {len(s['points'])} within 10%")
+    counts = []
+    for label in dict.fromkeys(labels):
+        pts = [p for p in s["points"] if p["file"] == label]
+        counts.append(f"{label} {sum(abs(p['rel_error']) <= 0.1 for p in pts)}/{len(pts)}")
+    ax.set_title("within 10%: " + ", ".join(counts), fontsize=9)
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
@@ -536,6 +539,7 @@ def build_parser():
     p.add_argument("--strategy", help="default: dedicated if present, else the first")
     p = common(sub.add_parser("parity", help="predicted vs measured of dmuon-sim --validate JSON files"))
     p.add_argument("json", nargs="+")
+    p.add_argument("--no-labels", action="store_true", help="no strategy/quantity label per point (many points)")
     p = common(sub.add_parser("kernels", help="NS speedup over torch per shape and model (dmuon-bench kernels)"))
     p.add_argument("json")
     return ap
@@ -554,7 +558,9 @@ def series_for(args):
     if args.plot == "owners":
         return owners_series(load_json(args.json), args.json, args.strategy), draw_owners
     if args.plot == "parity":
-        return parity_series([(p, load_json(p)) for p in args.json]), draw_parity
+        series = parity_series([(p, load_json(p)) for p in args.json])
+        series["labels"] = not args.no_labels
+        return series, draw_parity
     return kernels_series(load_json(args.json), args.json), draw_kernels
 
 
