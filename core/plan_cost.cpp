@@ -125,6 +125,11 @@ NsTime compute_op_time(const Op& op, const Routing& routing, const OptimizerConf
   return cost.elementwise_time(elementwise_bytes(op), kind);
 }
 
+bool fused_launch(const Op& previous, const Op& next) {
+  return previous.kind == OpKind::adamw && next.kind == OpKind::adamw && previous.stream == next.stream &&
+         previous.phase == next.phase;
+}
+
 std::vector<NsTime> rank_compute_times(const std::vector<Op>& ops, const Routing& routing,
                                        const OptimizerConfig& optimizer, const CostModel& cost) {
   std::vector<NsTime> out(ops.size(), NsTime{0, "datasheet"});
@@ -140,7 +145,7 @@ std::vector<NsTime> rank_compute_times(const std::vector<Op>& ops, const Routing
       continue;
     }
     std::size_t end = i + 1;
-    while (end < ops.size() && ops[end].kind == OpKind::adamw && ops[end].stream == op.stream && ops[end].phase == op.phase) ++end;
+    while (end < ops.size() && fused_launch(ops[end - 1], ops[end])) ++end;
     double bytes = 0;
     for (std::size_t k = i; k < end; ++k) bytes += elementwise_bytes(ops[k]);
     const NsTime whole = cost.elementwise_time(bytes, ElementwiseKind::adamw);

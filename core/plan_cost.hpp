@@ -26,10 +26,15 @@ double compute_op_seconds(const Op& op, const Routing& routing, const OptimizerC
 // interpolated > roofline), so it counts as measured only when every shape was.
 NsTime compute_op_time(const Op& op, const Routing& routing, const OptimizerConfig& optimizer, const CostModel& cost);
 
-// Every compute op of one rank's list priced as the NCCL executor launches them: a run of
-// consecutive AdamW ops on one stream and in one phase is ONE multi-tensor launch (the
-// executor's fuse_adamw), priced at the bytes of the whole run and shared among its ops by
-// bytes; every other compute op alone (compute_op_time). Collectives get {0, "datasheet"}.
+// Whether the NCCL executor runs `next`, enqueued right after `previous`, inside previous's
+// launch: consecutive AdamW ops on one stream and in one phase are one multi-tensor launch
+// (kernels/nccl_executor.cpp enqueue, ExecutorOptions::fuse_adamw, on by default).
+bool fused_launch(const Op& previous, const Op& next);
+
+// Every compute op of one rank's list priced as the NCCL executor launches them: a run of ops
+// that fused_launch joins is ONE multi-tensor launch, priced at the bytes of the whole run and
+// shared among its ops by bytes; every other compute op alone (compute_op_time). Collectives
+// get {0, "datasheet"}.
 // Pricing each small AdamW op as its own launch overstated a 0.5B model's AdamW by 31%.
 std::vector<NsTime> rank_compute_times(const std::vector<Op>& ops, const Routing& routing,
                                        const OptimizerConfig& optimizer, const CostModel& cost);

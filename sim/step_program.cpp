@@ -121,13 +121,10 @@ int stream_of(OpKind kind, Phase phase, bool one_comm_stream) {
 }
 
 // Whether the executor enqueues Plan op `i` inside the launch of op `previous` (the op it
-// enqueued just before): consecutive AdamW ops on one stream run as one multi-tensor launch
-// (kernels/nccl_executor.cpp enqueue, ExecutorOptions::fuse_adamw, on by default).
+// enqueued just before): only when the two are adjacent in the Plan and fused_launch joins them.
 bool fuses_with(const std::vector<Op>& ops, int previous, int i) {
   if (previous < 0 || previous != i - 1) return false;
-  const Op& a = ops[static_cast<std::size_t>(previous)];
-  const Op& b = ops[static_cast<std::size_t>(i)];
-  return a.kind == OpKind::adamw && b.kind == OpKind::adamw && a.stream == b.stream && a.phase == b.phase;
+  return fused_launch(ops[static_cast<std::size_t>(previous)], ops[static_cast<std::size_t>(i)]);
 }
 
 // Builds one rank's op list; collectives are created in `prog` on first sight.
