@@ -1,12 +1,12 @@
 #include "harness/bench/layers_json.hpp"
 
 #include <cmath>
-#include <fstream>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/file_read.hpp"
 
 namespace dmuon::bench {
 namespace {
@@ -111,11 +111,15 @@ LayerTiming layer_of(const json& v, const std::string& file, const std::string& 
 }  // namespace
 
 ForwardBackwardTable load_layers_json(const std::string& file) {
-  std::ifstream in(file);
-  if (!in) throw Error(file + ": cannot read the forward/backward measurements (--layers-json)");
+  std::string text;
+  try {
+    text = read_regular_file(file);  // the project's one reader of user files: no folder, no /dev/zero
+  } catch (const Error& e) {
+    throw Error(file + ": cannot read the forward/backward measurements (--layers-json): " + e.what());
+  }
   json root;
   try {
-    root = json::parse(in);
+    root = json::parse(text);
   } catch (const json::parse_error& e) {
     throw Error(file + ": not valid JSON: " + e.what());
   }
