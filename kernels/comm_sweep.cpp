@@ -23,8 +23,8 @@ using cuda::OwnedStream;
 
 constexpr std::size_t kElementBytes = 2;  // bf16, what the Plans' collectives move
 
-// Events around the timed loop (time_point uses the first and the one after the last call);
-// no host synchronisation between calls (a host sync would let ranks drift apart).
+// The two events around a timed loop; no host synchronisation between its calls (a host sync
+// would let ranks drift apart).
 class EventChain {
  public:
   explicit EventChain(std::size_t n) : events_(n, nullptr) {
@@ -184,10 +184,10 @@ double time_point(const Target& t, OpKind kind, std::size_t bytes, RankHandle& h
     for (int i = 0; i < warmup; ++i) launch(t, kind, bytes);
     DMUON_CUDA_CHECK(cudaEventRecord(events[0], t.stream));
     for (int i = 0; i < iterations; ++i) launch(t, kind, bytes);
-    DMUON_CUDA_CHECK(cudaEventRecord(events[static_cast<std::size_t>(iterations)], t.stream));
-    wait_for(events[static_cast<std::size_t>(iterations)], h, t.comm, o.timeout_seconds, where);
+    DMUON_CUDA_CHECK(cudaEventRecord(events[1], t.stream));
+    wait_for(events[1], h, t.comm, o.timeout_seconds, where);
     float ms = 0;
-    DMUON_CUDA_CHECK(cudaEventElapsedTime(&ms, events[0], events[static_cast<std::size_t>(iterations)]));
+    DMUON_CUDA_CHECK(cudaEventElapsedTime(&ms, events[0], events[1]));
     return ms * 1e-3 / iterations;
   } catch (const Error& e) {
     const std::string what = e.what();
@@ -254,7 +254,7 @@ std::vector<CommSweepCurve> sweep_collectives(RankHandle& h, const CommSweepOpti
   OwnedStream stream;
   a.zero(stream.get());  // zeros: sums stay finite whatever the repetitions
   b.zero(stream.get());
-  const EventChain events(static_cast<std::size_t>(options.iterations) + 1);
+  const EventChain events(2);  // before the timed loop and after its last call
   std::vector<CommSweepCurve> curves;
   try {
     for (int size : communicator_sizes(h.world())) {
