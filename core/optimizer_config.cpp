@@ -31,6 +31,8 @@ void validate_ns(const NsConfig& ns) {
   require(ns.eps > 0 && std::isfinite(ns.eps), "ns.eps", "must be > 0, got " + show(ns.eps));
   require(ns.norm_scale > 0 && std::isfinite(ns.norm_scale), "ns.norm_scale",
           "must be > 0, got " + show(ns.norm_scale));
+  require(ns.products == NsProducts::fused || ns.variant == NsVariant::standard, "ns.products",
+          "separate is defined for variant standard only (Gram NS rounds fused products)");
   int previous = 0;
   for (int r : ns.restarts) {
     require(r >= 1 && r < ns.steps, "ns.restarts",
@@ -119,6 +121,7 @@ std::string_view to_string(MomentumForm v) { return v == MomentumForm::ema ? "em
 std::string_view to_string(NsVariant v) { return v == NsVariant::standard ? "standard" : "gram"; }
 std::string_view to_string(NormMode v) { return v == NormMode::clamp ? "clamp" : "add"; }
 std::string_view to_string(NonfinitePolicy v) { return v == NonfinitePolicy::error ? "error" : "skip"; }
+std::string_view to_string(NsProducts v) { return v == NsProducts::fused ? "fused" : "separate"; }
 std::string_view to_string(AdjustLr v) {
   switch (v) {
     case AdjustLr::original: return "original";
@@ -147,6 +150,11 @@ NonfinitePolicy parse_nonfinite_policy(std::string_view s, const std::string& wh
   if (s == "error") return NonfinitePolicy::error;
   if (s == "skip") return NonfinitePolicy::skip;
   throw Error(what + ": expected error or skip, got '" + std::string(s) + "'");
+}
+NsProducts parse_ns_products(std::string_view s, const std::string& what) {
+  if (s == "fused") return NsProducts::fused;
+  if (s == "separate") return NsProducts::separate;
+  throw Error(what + ": expected fused or separate, got '" + std::string(s) + "'");
 }
 AdjustLr parse_adjust_lr(std::string_view s, const std::string& what) {
   if (s == "original") return AdjustLr::original;

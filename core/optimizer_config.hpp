@@ -23,6 +23,12 @@ enum class AdjustLr { original, match_rms_adamw, none };
 // non-finite value produced from finite gradients (an overflowing momentum, moment or weight) is
 // an error under both policies: skipping would hide it forever.
 enum class NonfinitePolicy { error, skip };
+// Where standard NS rounds to the compute dtype. fused: B = b A + c A A and X = a X + B X are one
+// GEMM epilogue each, rounded once (torch.optim.Muon's addmm). separate: every scalar product,
+// matrix product and sum is an op of its own, rounded after each (DMuon's direct_newton_schulz,
+// `b * A + c * A @ A` and `a * X + B @ X`, which Python evaluates as b*A, (c*A) @ A, +, a*X, B@X, +).
+// Gram NS is always fused.
+enum class NsProducts { fused, separate };
 
 struct NsConfig {
   NsVariant variant = NsVariant::standard;
@@ -31,6 +37,7 @@ struct NsConfig {
   int steps = 5;
   std::vector<int> restarts;             // Gram only: restart before these iterations (0-based)
   DType compute_dtype = DType::bf16;     // where X, A, B (Gram: R, Z, Q) are stored
+  NsProducts products = NsProducts::fused;  // standard only: where the iteration rounds
   DType normalize_dtype = DType::bf16;   // precision of the Frobenius normalisation
   NormMode norm_mode = NormMode::clamp;
   double norm_scale = 1.0;               // safety factor on the norm (dion 1.02, PolarExpress 1.01)
@@ -90,10 +97,12 @@ std::string_view to_string(NsVariant v);
 std::string_view to_string(NormMode v);
 std::string_view to_string(AdjustLr v);
 std::string_view to_string(NonfinitePolicy v);
+std::string_view to_string(NsProducts v);
 MomentumForm parse_momentum_form(std::string_view s, const std::string& what);
 NsVariant parse_ns_variant(std::string_view s, const std::string& what);
 NormMode parse_norm_mode(std::string_view s, const std::string& what);
 AdjustLr parse_adjust_lr(std::string_view s, const std::string& what);
 NonfinitePolicy parse_nonfinite_policy(std::string_view s, const std::string& what);
+NsProducts parse_ns_products(std::string_view s, const std::string& what);
 
 }  // namespace dmuon

@@ -46,6 +46,7 @@ void parse_ns_config(const YamlValue& value, NsConfig& ns) {
   }
   if (auto v = m.find("dtype")) ns.compute_dtype = parse_scalar(*v, parse_dtype);
   if (auto v = m.find("normalize_dtype")) ns.normalize_dtype = parse_scalar(*v, parse_dtype);
+  if (auto v = m.find("products")) ns.products = parse_scalar(*v, parse_ns_products);
   if (auto v = m.find("norm")) ns.norm_mode = parse_scalar(*v, parse_norm_mode);
   if (auto v = m.find("norm_scale")) ns.norm_scale = v->as_positive_double();
   if (auto v = m.find("eps")) ns.eps = v->as_positive_double();

@@ -57,6 +57,12 @@ void validate_call(const NsCall& call, const NsConfig& ns) {
                 std::to_string(call.batch));
   }
   if (ns.steps < 0) throw Error("NsEngine::run: ns.steps must be >= 0");
+  if (ns.products != NsProducts::fused) {
+    // Separate rounding (DMuon's direct_newton_schulz) would be 4 more elementwise passes a step;
+    // the CPU reference has it, the GPU engine runs fused epilogues only.
+    throw Error("NsEngine::run: ns.products " + std::string(to_string(ns.products)) +
+                " is not supported on GPU (fused only); use the CPU reference");
+  }
 }
 
 std::string matrix_name(const NsCall& call, int i) {

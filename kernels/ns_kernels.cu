@@ -100,7 +100,10 @@ __global__ void normalize_kernel(const void* in, int in_dtype, int norm_dtype, i
   }
 }
 
-__global__ void add_identity_kernel(const void* Z, void* Q, long m, float a, int dtype) {
+// Q = Z + a I as torch's `Z + a * I` computes it (DMuon's first Gram Q): a*I is a tensor of the
+// compute dtype, so a is rounded to it first, then the sum is rounded once more.
+__global__ void add_identity_kernel(const void* Z, void* Q, long m, float a_exact, int dtype) {
+  const float a = round_to(a_exact, dtype);
   const long per = m * m;
   const long base = static_cast<long>(blockIdx.y) * per;
   for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < per;

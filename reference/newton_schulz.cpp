@@ -52,15 +52,24 @@ Eigen::MatrixXd normalised(Eigen::MatrixXd X, const NsConfig& ns, Rounding round
   return X;
 }
 
-// A = X X^T; B = b A + c A A; X = a X + B X. B and the new X are single fused-epilogue stores.
+// `m` rounded to the compute dtype as a fresh matrix (one op's stored output).
+Eigen::MatrixXd stored(Eigen::MatrixXd m, const Store& store) {
+  store(m);
+  return m;
+}
+
+// A = X X^T; B = b A + c A A; X = a X + B X. fused: B and the new X are single fused-epilogue
+// stores. separate: each of b*A, c*A, (c*A) A, their sum, a*X, B X and their sum is stored.
 Eigen::MatrixXd standard_iterations(Eigen::MatrixXd X, const NsConfig& ns, const Store& store) {
+  const bool fused = ns.products == NsProducts::fused;
   for (int t = 0; t < ns.steps; ++t) {
     const NsCoefficient k = ns.coefficient(t);
-    Eigen::MatrixXd A = X * X.transpose();
-    store(A);
-    Eigen::MatrixXd B = k.b * A + k.c * (A * A);
+    const Eigen::MatrixXd A = stored(X * X.transpose(), store);
+    Eigen::MatrixXd B = fused ? Eigen::MatrixXd(k.b * A + k.c * (A * A))
+                              : Eigen::MatrixXd(stored(k.b * A, store) + stored(stored(k.c * A, store) * A, store));
     store(B);
-    Eigen::MatrixXd next = k.a * X + B * X;  // a fresh matrix: no aliasing with X
+    Eigen::MatrixXd next = fused ? Eigen::MatrixXd(k.a * X + B * X)  // a fresh matrix: no aliasing with X
+                                 : Eigen::MatrixXd(stored(k.a * X, store) + stored(B * X, store));
     store(next);
     X = std::move(next);
   }
@@ -92,8 +101,11 @@ Eigen::MatrixXd gram_iterations(Eigen::MatrixXd X, const NsConfig& ns, const Sto
     }
     Eigen::MatrixXd Z = k.b * R + k.c * (R * R);
     store(Z);
+    // DMuon's order and roundings: Q = addmm(Q, Z, Q, beta=a) is Z Q + a Q in one epilogue (Z and Q
+    // commute only in exact arithmetic), and the first Q = Z + a*I adds a tensor a*I that torch
+    // stores in the compute dtype, so the diagonal gets a rounded to it, then the sum is rounded.
     Eigen::MatrixXd next_Q =
-        Q ? Eigen::MatrixXd(*Q * Z + k.a * *Q) : Eigen::MatrixXd(Z + k.a * Eigen::MatrixXd::Identity(m, m));
+        Q ? Eigen::MatrixXd(Z * *Q + k.a * *Q) : Eigen::MatrixXd(Z + store(k.a) * Eigen::MatrixXd::Identity(m, m));
     store(next_Q);
     Q = std::move(next_Q);
     // R is only needed by the next iteration, and a restart recomputes it from X anyway.

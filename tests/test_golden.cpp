@@ -123,6 +123,12 @@ TEST_CASE("malformed manifests fail with file, line and key", "[golden]") {
        {"optimizer.lr", ">= 0"}},
       {head + R"({"name": "a", "kind": "muon", "optimizer": {}, "inputs": {"W0": "w0.npy", "grads": ["g1.npy", "g2.npy"]}, "expected": {"weights": ["w1.npy"], "momentum": "m.npy"}, "tolerance": {"rel": 1}}]})",
        {"expected.weights", "1 expected weights for 2 gradients"}},
+      {head + R"({"name": "a", "kind": "ns", "ns": {"products": "split"}, "inputs": {"X": "x.npy"}, "expected": {"Y": "y.npy"}, "tolerance": {"rel": 1}}]})",
+       {"cases[0].ns.products", "fused or separate"}},
+      {head + R"({"name": "a", "kind": "ns", "ns": {"variant": "gram", "products": "separate"}, "inputs": {"X": "x.npy"}, "expected": {"Y": "y.npy"}, "tolerance": {"rel": 1}}]})",
+       {"optimizer.ns.products", "variant standard only"}},
+      {head + R"({"name": "a", "kind": "ns", "ns": {}, "output_dtype": "bf17", "inputs": {"X": "x.npy"}, "expected": {"Y": "y.npy"}, "tolerance": {"rel": 1}}]})",
+       {"cases[0].output_dtype", "bf17"}},
       {"{\"format\": \"dmuon-golden-1\", \"cases\": [", {"manifest.json", "not valid YAML"}},
       // Found by fuzz_golden_manifest: a name that resolves to the golden folder itself made
       // libstdc++ throw std::ios_failure out of the reader, and /dev/zero would be read forever.
@@ -147,4 +153,47 @@ TEST_CASE("a corrupt .npy file is reported through the manifest entry", "[golden
   const std::string message = load_error(dir);
   CHECK(message.find("cases[0].expected.Y") != std::string::npos);
   CHECK(message.find("y.npy") != std::string::npos);
+}
+
+namespace {
+
+// One ns case over x.npy with expected `y`; `extra` holds its ns section, tolerance and the rest.
+fs::path one_ns_case(const std::string& tag, const Eigen::MatrixXd& y, const std::string& extra) {
+  const auto dir = make_golden_dir(tag, 0.0);
+  save(dir / "y.npy", y);
+  std::ofstream(dir / "manifest.json", std::ios::trunc) << R"({"format": "dmuon-golden-1", "notes": "top-level notes are free text",
+ "cases": [{"name": "ns", "kind": "ns",
+  "inputs": {"X": "x.npy"}, "expected": {"Y": "y.npy"}, )" + extra + "}]}";
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("output_dtype rounds the reference's result as the peer's final cast does", "[golden]") {
+  NsConfig ns = optimizer_preset("torch").muon.ns;
+  ns.compute_dtype = ns.normalize_dtype = DType::fp16;  // the case's section below says fp16
+  const Eigen::MatrixXd x = verify::gaussian_matrix(12, 20, 5);
+  Eigen::MatrixXd y = ref::newton_schulz(x, ns, ref::Rounding::emulate);
+  ref::round_in_place(y, DType::bf16);  // an fp16 result returned as bf16, as DMuon does for bf16 input
+  const std::string fp16_section = R"("ns": {"dtype": "fp16", "normalize_dtype": "fp16"}, )";
+  CHECK(failures(one_ns_case("out_bf16", y, fp16_section + R"("output_dtype": "bf16", "tolerance": {"rel": 1e-15})")) == 0);
+  CHECK(failures(one_ns_case("out_missing", y, fp16_section + R"("tolerance": {"rel": 1e-15})")) == 1);
+}
+
+TEST_CASE("error_vs_double_not_above_expected compares our error with the expected output's", "[golden]") {
+  const NsConfig ns = optimizer_preset("torch").muon.ns;
+  const Eigen::MatrixXd x = verify::gaussian_matrix(12, 20, 5);
+  const std::string tol = R"("ns": {}, "tolerance": {"rel": 1, "error_vs_double_not_above_expected": true})";
+  // A peer exactly as rounded as we are: equal errors pass.
+  CHECK(failures(one_ns_case("peer_same", ref::newton_schulz(x, ns, ref::Rounding::emulate), tol)) == 0);
+  // A peer that computed in exact double: ours (bf16) is worse, the check fails.
+  const auto dir = one_ns_case("peer_exact", ref::newton_schulz(x, ns, ref::Rounding::exact), tol);
+  std::vector<std::string> failed;
+  for (const auto& c : verify::load_golden_cases(dir.string())) {
+    for (const auto& r : c.run()) {
+      if (!r.passed) failed.push_back(r.name);
+    }
+  }
+  REQUIRE(failed.size() == 1);
+  CHECK(failed[0].find("error-vs-double-not-above-expected") != std::string::npos);
 }

@@ -88,7 +88,8 @@ double scalar_gram(double x, const NsConfig& ns, int restart) {
       have_Q = false;
     }
     const double Z = rd(k.b * R + k.c * (R * R), c);
-    Q = have_Q ? rd(Q * Z + k.a * Q, c) : rd(Z + k.a, c);
+    // The first Q is Z + a*I with a*I a tensor of the compute dtype (DMuon's `Z + a * I`).
+    Q = have_Q ? rd(Z * Q + k.a * Q, c) : rd(Z + rd(k.a, c), c);
     have_Q = true;
     if (t < ns.steps - 1 && t + 1 != restart) {
       const double RZ = rd(R * Z + k.a * R, c);

@@ -50,6 +50,7 @@ NS_REL = 5e-3
 # anyone: its rel becomes this many times that self-difference (and the C++ side also requires our
 # error against exact double NS to be no larger than DMuon's own, the criterion used for torch).
 SELF_DIFF_HEADROOM = 2.0
+SIZE_BUDGET = 600_000  # bytes of .npy in all: tests/golden/dmuon/ is committed
 MOMENTUM_REL = 1e-6  # sum form mu*buf + g in fp32, 2 roundings a step, 3 steps (see dump_torch_cases)
 
 
@@ -113,9 +114,11 @@ def ns_section(variant):
     return {"variant": "standard", "restarts": [], "products": "separate", **base}
 
 
-def ns_tolerance(tools, self_diff):
+def ns_tolerance(tools, self_diff, square):
+    """Squares are where fp16 Gram NS loses the small singular values (R = X X^T squares the
+    condition number): they also check our error against exact double is not above DMuon's."""
     if self_diff <= NS_REL:
-        return {"rel": NS_REL}
+        return {"rel": NS_REL, **({"error_vs_double_not_above_expected": True} if square else {})}
     return {"rel": tools.round_up_2sig(SELF_DIFF_HEADROOM * self_diff), "error_vs_double_not_above_expected": True}
 
 
@@ -148,7 +151,7 @@ def ns_case(tools, torch, w, gen, device, fn, fn_label, variant, rows, cols, dty
         "ns": ns_section(variant),
         "inputs": {"X": w.save(f"{name}_X", x)},
         "expected": {"Y": w.save(f"{name}_Y", y)},
-        "tolerance": ns_tolerance(tools, self_diff),
+        "tolerance": ns_tolerance(tools, self_diff, rows == cols and rows > 1),
         "notes": (f"{fn_label} on {device.type}, X ~ N(0,1) as {x.dtype}; Y is DMuon's {y.dtype} result widened to "
                   f"float32; {cpu_note}; "
                   f"{'transposed inside (tall)' if rows > cols else 'no transpose (wide or square)'}; {flags}"),
@@ -164,10 +167,10 @@ def ns_cases(tools, torch, ns_mod, w, gen, device, flags, cpu_copies):
     direct = ns_mod.direct_newton_schulz
     f32, bf16 = torch.float32, torch.bfloat16
     plan = [("gram", gram, "gram_newton_schulz(X, deterministic=True)", [
-                ((48, 80), f32), ((80, 48), f32), ((64, 64), f32), ((128, 128), f32), ((33, 47), f32),
-                ((1, 40), f32), ((8, 8), f32), ((48, 80), bf16), ((64, 64), bf16)]),
+                ((32, 64), f32), ((64, 32), f32), ((64, 64), f32), ((128, 128), f32), ((33, 47), f32),
+                ((1, 40), f32), ((8, 8), f32), ((32, 64), bf16), ((64, 64), bf16)]),
             ("direct", direct, "direct_newton_schulz(X)", [
-                ((48, 80), f32), ((80, 48), f32), ((64, 64), f32), ((1, 40), f32), ((48, 80), bf16)])]
+                ((32, 64), f32), ((64, 32), f32), ((64, 64), f32), ((1, 40), f32), ((32, 64), bf16)])]
     cases = []
     for variant, fn, label, shapes in plan:
         for (rows, cols), dtype in shapes:
@@ -316,9 +319,9 @@ def main(argv=None):
             copies = tools.Writer(args.cpu_copies)
         cases += ns_cases(tools, torch, ns_mod, w, gen, device, flags, copies)
     gen.manual_seed(args.seed + 1)  # the muon inputs do not depend on whether ns ran
-    for name, rows, cols, kw in [(f"muon_w{world}_48x80", 48, 80, {}),
-                                 (f"muon_w{world}_tall_80x40", 80, 40, {}),
-                                 (f"muon_w{world}_no_nesterov_32x64", 32, 64, {"nesterov": False})]:
+    for name, rows, cols, kw in [(f"muon_w{world}_32x48", 32, 48, {}),
+                                 (f"muon_w{world}_tall_48x24", 48, 24, {}),
+                                 (f"muon_w{world}_no_nesterov_24x40", 24, 40, {"nesterov": False})]:
         try:
             case = muon_case(tools, torch, dmuon, dist, w, gen, name, rows, cols, **kw)
         except Exception:  # one process: keep the other cases; under torchrun a rank must not go on alone
@@ -345,6 +348,8 @@ def main(argv=None):
             json.dump(manifest, f, indent=1)
             f.write("\n")
         print(f"wrote {path}: {len(cases)} cases, {w.total} bytes of .npy", file=sys.stderr)
+        if w.total > SIZE_BUDGET:
+            fail(f".npy files total {w.total} bytes, over the {SIZE_BUDGET}-byte budget (committed to tests/golden/)")
     dist.destroy_process_group()
     return 0
 

@@ -10,6 +10,7 @@
 #include "core/npy.hpp"
 #include "core/optimizer_yaml.hpp"
 #include "core/yaml_reader.hpp"
+#include "harness/verify/golden.hpp"
 #include "harness/verify/gpu_ns.hpp"
 #include "harness/verify/ns_checks.hpp"
 #include "harness/verify/test_matrices.hpp"
@@ -152,7 +153,8 @@ Eigen::MatrixXd read_matrix(const std::filesystem::path& path) {
 }
 
 std::vector<CaseResult> run_golden_ns(const std::string& name, const std::filesystem::path& x_path,
-                                      const std::filesystem::path& y_path, const NsConfig& ns, double rel) {
+                                      const std::filesystem::path& y_path, const NsConfig& ns, double rel,
+                                      DType output_dtype) {
   require_gpu();
   const Eigen::MatrixXd x = read_matrix(x_path);
   const Eigen::MatrixXd y_torch = read_matrix(y_path);
@@ -161,10 +163,11 @@ std::vector<CaseResult> run_golden_ns(const std::string& name, const std::filesy
   const double torch_error = (y_torch - exact).norm() / exact.norm();
   for (NsImpl impl : {NsImpl::standard, NsImpl::automatic}) {
     const std::string label = name + "/" + std::string(cuda::to_string(impl));
-    const auto got = gpu_newton_schulz(engine(), {x}, ns, impl, DType::fp32);
+    auto got = gpu_newton_schulz(engine(), {x}, ns, impl, DType::fp32);
+    ref::round_in_place(got[0], output_dtype);  // the peer's final cast (golden.cpp does the same)
     out.push_back(compare_rel(label + "/vs-torch", got[0], y_torch, rel));
     auto err = compare_rel(label + "/error-vs-double-not-above-torch", got[0], exact,
-                           torch_error_margin(x.size()) * torch_error);
+                           peer_error_margin(x.size()) * torch_error);
     err.detail = "torch's own error vs double " + std::to_string(torch_error) + ", ours " + std::to_string(err.error);
     out.push_back(err);
   }
@@ -172,8 +175,6 @@ std::vector<CaseResult> run_golden_ns(const std::string& name, const std::filesy
 }
 
 }  // namespace
-
-double torch_error_margin(long elements) { return 1.05 + 3.0 / std::sqrt(static_cast<double>(elements)); }
 
 std::vector<VerifyCase> cuda_builtin_cases(bool full, std::uint64_t seed) {
   require_gpu();
@@ -205,7 +206,9 @@ std::vector<VerifyCase> cuda_golden_cases(const std::string& dir) {
     const auto x = root / YamlMap(item.get("inputs")).get("X").as_string();
     const auto y = root / YamlMap(item.get("expected")).get("Y").as_string();
     const double rel = YamlMap(item.get("tolerance")).get("rel").as_double();
-    cases.push_back({name, [=] { return run_golden_ns(name, x, y, ns, rel); }});
+    DType output_dtype = DType::fp64;
+    if (auto v = item.find("output_dtype")) output_dtype = parse_scalar(*v, parse_dtype);
+    cases.push_back({name, [=] { return run_golden_ns(name, x, y, ns, rel, output_dtype); }});
   }
   if (cases.empty()) throw Error(manifest + ": no ns cases for --backend cuda");
   return cases;

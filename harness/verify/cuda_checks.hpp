@@ -16,13 +16,8 @@ std::vector<VerifyCase> cuda_builtin_cases(bool full, std::uint64_t seed);
 
 // The `ns` cases of a golden directory (manifest.json, dmuon-golden-1): the GPU result within the
 // manifest's tolerance of torch's output, and its error against exact double NS at most
-// torch_error_margin(elements) times torch's own error on the same input. Other kinds are
+// peer_error_margin(elements) (golden.hpp) times the peer's own error on the same input. Other kinds are
 // CPU-only. Both case lists throw dmuon::Error when no GPU is visible.
 std::vector<VerifyCase> cuda_golden_cases(const std::string& dir);
-
-// Two runs of the same bf16 algorithm that only round in different orders land at equal error
-// up to sampling noise, which shrinks with the element count: 1.05 + 3/sqrt(elements) (1.52 for
-// a 1x40 input, 1.07 for 128x128, 1.05 for 768x2048) without hiding a worse method.
-double torch_error_margin(long elements);
 
 }  // namespace dmuon::verify
