@@ -73,6 +73,15 @@ struct Op {
   std::vector<Region> parts;            // all_gather/reduce_scatter: member i's part
   std::vector<Transfer> transfers;      // all_to_all
   std::int64_t collective = -1;         // the same id on every member of one collective
+  // Collectives of one bucket (same kind and group) travel as one launch: the builder's choice
+  // to pay one pipeline fill for several blocks' bytes. A bucketed op is needed by the first
+  // block of its bucket (forward) and waits for the last one (backward). -1: not bucketed.
+  int bucket = -1;
+  // Forward collectives: may run as far ahead of the forward compute as they like instead of
+  // FSDP's prefetch depth. owner-striped's broadcasts of the owners' updated matrices: in steady
+  // state they are step t's post-step broadcast, running under step t+1's forward, and a block's
+  // forward waits only for its own matrices; every GPU then keeps a bf16 replica of them.
+  bool run_ahead = false;
 
   double flops = 0;         // compute ops: useful arithmetic
   double memory_bytes = 0;  // compute ops: bytes read + written in device memory

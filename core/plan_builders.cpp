@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/plan_writer.hpp"
+#include "core/striped_collectives.hpp"
 
 namespace dmuon {
 namespace {
@@ -219,7 +220,7 @@ Plan build_zero1_a2a(PlanWriter& w, const std::vector<int>& owner, const PlanOpt
 // Broadcast (forward) or reduce-avg (backward) of one owner's matrices of one layer, in one or
 // two stages: on a 2-D mesh, across the owner's replicate group and within each shard group.
 void dedicated_collectives(PlanWriter& w, int owner, const std::vector<Region>& regions, bool forward,
-                           const std::string& label) {
+                           const std::string& label, bool run_ahead) {
   const Mesh& mesh = w.mesh();
   const int shard_index = mesh.shard_index_of(owner);
   Op op;
@@ -229,6 +230,7 @@ void dedicated_collectives(PlanWriter& w, int owner, const std::vector<Region>& 
   op.reduce_op = ReduceOp::avg;
   op.regions = regions;
   op.label = label;
+  op.run_ahead = forward && run_ahead;
   auto across_replicas = [&] {
     if (mesh.replicate == 1) return;
     op.root = owner;
@@ -249,15 +251,65 @@ void dedicated_collectives(PlanWriter& w, int owner, const std::vector<Region>& 
   }
 }
 
-// dedicated (DMuon): each Muon matrix lives whole on its owner; forward broadcast from the owner
-// (coalesced per layer and owner), backward reduce-avg to the owner, owner-only momentum,
-// batched Newton-Schulz and update; other parameters stay with FSDP2 and AdamW on shards.
-Plan build_dedicated(PlanWriter& w, const std::vector<int>& owner, const PlanOptions& o) {
+using BlockOwners = std::map<int, std::vector<Region>>;  // owner -> its regions in one block
+
+// One block's forward broadcast or backward reduce of every owner's matrices, as dedicated
+// (DMuon) sends them; owner-striped lets the broadcasts run ahead (Op::run_ahead) here too.
+void block_collectives(PlanWriter& w, const BlockOwners& owners, bool forward, const std::string& label,
+                       const PlanOptions& o) {
+  const bool run_ahead = traits(w.plan().strategy).rail_striped && o.striped_run_ahead;
+  for (const auto& [o_rank, regions] : owners) dedicated_collectives(w, o_rank, regions, forward, label, run_ahead);
+}
+
+// owner-striped on a 2-D mesh: consecutive blocks joined into buckets of at least
+// o.striped_bucket_bytes_per_rail (the last one may be short), each bucket's collectives
+// rail-striped (core/striped_collectives.hpp): forward buckets in block order, backward in
+// reverse; the forward ones run ahead of the compute when o.striped_run_ahead.
+void striped_collectives(PlanWriter& w, const std::vector<std::pair<std::string, BlockOwners>>& blocks,
+                         const PlanOptions& o) {
+  const std::int64_t bytes_per_rail = o.striped_bucket_bytes_per_rail;
+  const int bytes_per_element = o.bytes_per_element;
+  struct Bucket {
+    std::string label;
+    BlockOwners owners;
+    std::int64_t elements = 0;
+  };
+  std::vector<Bucket> buckets;
+  const std::int64_t rails = w.mesh().shard;
+  for (const auto& [block, owners] : blocks) {
+    if (buckets.empty() || buckets.back().elements * bytes_per_element / rails >= bytes_per_rail) {
+      buckets.push_back({"block " + block, {}, 0});
+    } else if (buckets.back().label.find("..") == std::string::npos) {
+      buckets.back().label += ".." + block;
+    } else {
+      buckets.back().label = buckets.back().label.substr(0, buckets.back().label.find("..") + 2) + block;
+    }
+    for (const auto& [o_rank, regions] : owners) {
+      auto& mine = buckets.back().owners[o_rank];
+      mine.insert(mine.end(), regions.begin(), regions.end());
+      buckets.back().elements += region_elements(regions);
+    }
+  }
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    striped_block_collectives(w, buckets[b].owners, true, buckets[b].label, static_cast<int>(b), o.striped_run_ahead);
+  }
+  for (std::size_t b = buckets.size(); b-- > 0;) {
+    striped_block_collectives(w, buckets[b].owners, false, buckets[b].label, static_cast<int>(buckets.size() + b), false);
+  }
+}
+
+// dedicated (DMuon) and owner-striped: each Muon matrix lives whole on its owner; forward
+// broadcast from the owner (coalesced per layer and owner), backward reduce-avg to the owner,
+// owner-only momentum, batched Newton-Schulz and update; other parameters stay with FSDP2 and
+// AdamW on shards. The two differ only in how the broadcasts and reduces travel: owner-striped
+// stripes them over every rail of a 2-D mesh (on one node, or one GPU per node, the striped path
+// would move the same bytes over the same links in more steps, so it sends dedicated's there).
+Plan build_owner_pipeline(PlanWriter& w, const std::vector<int>& owner, const PlanOptions& o) {
   const ModelSpec& model = w.model();
   const Routing& routing = w.routing();
   // Blocks (tower, layer) in the order their first matrix appears, which is the forward order;
   // keying on the layer index alone would put layer i of every tower in one launch.
-  std::vector<std::pair<std::string, std::map<int, std::vector<Region>>>> blocks;  // owner -> regions
+  std::vector<std::pair<std::string, BlockOwners>> blocks;
   for (std::size_t m = 0; m < routing.muon_matrices.size(); ++m) {
     const std::string key = layer_key(model, routing.muon_matrices[m]);
     auto it = std::find_if(blocks.begin(), blocks.end(), [&](const auto& b) { return b.first == key; });
@@ -269,11 +321,12 @@ Plan build_dedicated(PlanWriter& w, const std::vector<int>& owner, const PlanOpt
     if (!is_muon(routing, p)) fsdp_params.insert(p);
   }
   for (std::size_t p : fsdp_params) w.fsdp_all_gather(p);
-  for (const auto& [block, owners] : blocks) {
-    for (const auto& [o_rank, regions] : owners) dedicated_collectives(w, o_rank, regions, true, "block " + block);
-  }
-  for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
-    for (const auto& [o_rank, regions] : it->second) dedicated_collectives(w, o_rank, regions, false, "block " + it->first);
+  const Mesh& mesh = w.mesh();
+  if (traits(w.plan().strategy).rail_striped && mesh.replicate > 1 && mesh.shard > 1) {
+    striped_collectives(w, blocks, o);
+  } else {
+    for (const auto& [block, owners] : blocks) block_collectives(w, owners, true, "block " + block, o);
+    for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) block_collectives(w, it->second, false, "block " + it->first, o);
   }
   for (auto it = fsdp_params.rbegin(); it != fsdp_params.rend(); ++it) w.fsdp_reduce_gradient(*it);
   for (int r = 0; r < w.mesh().world(); ++r) {
@@ -290,8 +343,9 @@ Plan build_dedicated(PlanWriter& w, const std::vector<int>& owner, const PlanOpt
 }
 
 void check_owners(Strategy s, const Routing& routing, const Mesh& mesh, const std::vector<int>& owner) {
-  if (s != Strategy::dedicated && s != Strategy::zero1_a2a) return;
-  const int limit = s == Strategy::dedicated ? mesh.world() : mesh.shard;
+  const StrategyTraits t = traits(s);
+  if (!t.has_owners()) return;
+  const int limit = t.ns_ranks == NsRanks::owner ? mesh.world() : mesh.shard;
   if (owner.size() != routing.muon_matrices.size()) {
     throw Error("plan: " + std::to_string(owner.size()) + " owners for " + std::to_string(routing.muon_matrices.size()) + " Muon matrices");
   }
@@ -315,12 +369,14 @@ Plan build_plan(Strategy strategy, const ModelSpec& model, const Routing& routin
     case Strategy::ddp_redundant: plan = build_ddp_redundant(w, options); break;
     case Strategy::fsdp_gather: plan = build_fsdp_gather(w); break;
     case Strategy::zero1_a2a: plan = build_zero1_a2a(w, owner, options); break;
-    case Strategy::dedicated: plan = build_dedicated(w, owner, options); break;
+    case Strategy::dedicated:
+    case Strategy::owner_striped: plan = build_owner_pipeline(w, owner, options); break;
   }
   plan.bytes_per_element = options.bytes_per_element;
-  if (strategy == Strategy::dedicated) {
+  const NsRanks ns_ranks = traits(strategy).ns_ranks;
+  if (ns_ranks == NsRanks::owner) {
     plan.matrix_owner = owner;
-  } else if (strategy == Strategy::zero1_a2a) {
+  } else if (ns_ranks == NsRanks::owner_per_replica) {
     for (int pos : owner) plan.matrix_owner.push_back(mesh.rank(0, pos));
   } else {
     plan.matrix_owner.assign(routing.muon_matrices.size(), -1);

@@ -13,6 +13,14 @@ struct PlanOptions {
   int zero1_max_in_flight = 2;                 // chunks gathered ahead of their Newton-Schulz
   int max_batch = 64;                          // same-shape matrices per batched NS call
   int bytes_per_element = 2;                   // bf16 parameters and gradients on the wire
+  // owner-striped: consecutive blocks share one broadcast (reduce) launch per rail until the
+  // bucket holds this many bytes per rail. A ring broadcast over R nodes pays ~R-1 pipeline
+  // steps of one NCCL chunk (512 KiB) before data flows at link rate, ~0.8 ms at 16 nodes of
+  // HDR; a small tower's block (4.9 MB per rail for a 1280-wide ViT block) spends more time
+  // filling than moving. 0: one launch per block, as dedicated.
+  std::int64_t striped_bucket_bytes_per_rail = 32LL << 20;
+  // owner-striped: the forward broadcasts run ahead of the forward compute (Op::run_ahead).
+  bool striped_run_ahead = true;
 };
 
 // `owner` per Muon matrix: for `dedicated` the owner's global rank; for `zero1-a2a` the owner's

@@ -48,6 +48,8 @@ void add_op(Fnv1a& h, const Op& op) {
     h.add(t.to);
   }
   h.add(op.collective);
+  h.add(static_cast<std::int64_t>(op.bucket));
+  h.add(static_cast<std::int64_t>(op.run_ahead));
 }
 
 }  // namespace

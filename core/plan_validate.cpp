@@ -195,16 +195,15 @@ void check_newton_schulz(const Plan& plan, const Routing& routing) {
   for (std::size_t m = 0; m < runs.size(); ++m) {
     const std::string name = "Muon matrix '" + routing.muon_matrices[m].name + "'";
     std::vector<int> expected;
-    switch (plan.strategy) {
-      case Strategy::adamw: break;
-      case Strategy::ddp_redundant:
-      case Strategy::fsdp_gather:
+    switch (traits(plan.strategy).ns_ranks) {
+      case NsRanks::none: break;
+      case NsRanks::every_rank:
         for (int r = 0; r < mesh.world(); ++r) expected.push_back(r);
         break;
-      case Strategy::dedicated:
+      case NsRanks::owner:
         expected.push_back(plan.matrix_owner.at(m));
         break;
-      case Strategy::zero1_a2a:
+      case NsRanks::owner_per_replica:
         for (int rep = 0; rep < mesh.replicate; ++rep) {
           expected.push_back(mesh.rank(rep, mesh.shard_index_of(plan.matrix_owner.at(m))));
         }
@@ -227,7 +226,7 @@ void Plan::validate(const ModelSpec& model, const Routing& routing) const {
   if (static_cast<int>(ranks.size()) != mesh.world()) {
     fail(std::to_string(ranks.size()) + " rank lists for a mesh of " + std::to_string(mesh.world()) + " ranks");
   }
-  if (strategy == Strategy::dedicated || strategy == Strategy::zero1_a2a) {
+  if (traits(strategy).has_owners()) {
     if (matrix_owner.size() != routing.muon_matrices.size()) fail("matrix_owner does not cover every Muon matrix");
   }
   check_dependencies_and_groups(*this);

@@ -161,6 +161,16 @@ SimMode parse_simulation(const YamlValue& value) {
   return mode;
 }
 
+PlannerSpec parse_planner(const YamlValue& value) {
+  YamlMap m(value);
+  PlannerSpec p;
+  if (auto v = m.find("striped_bucket_MiB_per_rail")) {
+    p.striped_bucket_bytes_per_rail = static_cast<std::int64_t>(v->as_nonnegative_double() * (1 << 20));
+  }
+  m.finish();
+  return p;
+}
+
 RoutingRules parse_routing(const YamlValue& value) {
   YamlMap m(value);
   RoutingRules r;
@@ -201,6 +211,7 @@ Scenario parse_root(const YamlValue& root) {
   if (auto v = m.find("cluster")) s.cluster = parse_cluster(*v);
   if (auto v = m.find("training")) s.training = parse_training(*v);
   if (auto v = m.find("simulation")) s.sim_mode = parse_simulation(*v);
+  if (auto v = m.find("planner")) s.planner = parse_planner(*v);
   s.calibration_file = s.cluster.calibration_file;
   if (auto v = m.find("calibration")) {  // the older spelling, before cluster.calibration
     if (!s.calibration_file.empty()) v->fail("the calibration is given twice: keep cluster.calibration");

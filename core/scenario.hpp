@@ -98,6 +98,12 @@ struct TrainingSpec {
 
 enum class SimMode { fast, flows };
 
+// Planner knobs a scenario may set (`planner:`); unset keeps core's defaults (PlanOptions).
+struct PlannerSpec {
+  // owner-striped: bytes per rail that consecutive blocks fill into one bucket (0: none).
+  std::optional<std::int64_t> striped_bucket_bytes_per_rail;
+};
+
 struct Scenario {
   std::string name;
   std::string file;
@@ -108,6 +114,7 @@ struct Scenario {
   ClusterSpec cluster;
   TrainingSpec training;
   SimMode sim_mode = SimMode::fast;
+  PlannerSpec planner;
   // The calibration the cost model reads: cluster.calibration, or the older top-level
   // `calibration:` (not both); empty = none.
   std::string calibration_file;

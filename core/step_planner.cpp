@@ -36,19 +36,22 @@ StepPlan plan_step(const ModelSpec& model, const Routing& routing, const Optimiz
   out.strategy = strategy;
   out.mesh = mesh;
   std::vector<int> owner;
-  if (strategy == Strategy::dedicated || strategy == Strategy::zero1_a2a) {
+  const StrategyTraits t = traits(strategy);
+  if (t.has_owners()) {
     AssignmentOptions a;
-    a.ranks = strategy == Strategy::dedicated ? mesh.world() : mesh.shard;
+    a.ranks = t.ns_ranks == NsRanks::owner ? mesh.world() : mesh.shard;
     a.algorithm = options.owner_algorithm;
     a.max_batch = options.plan.max_batch;
     // zero1-a2a owners hold a gathered matrix only while it is orthogonalized: no packing (the
     // all-to-all already moves each matrix separately) and no standing memory.
-    a.pack_numel_threshold = strategy == Strategy::dedicated ? options.pack_numel_threshold : 0;
-    if (strategy == Strategy::dedicated && options.owner_memory_capacity_bytes) {
+    a.pack_numel_threshold = t.owner_keeps_matrix ? options.pack_numel_threshold : 0;
+    if (t.owner_keeps_matrix && options.owner_memory_capacity_bytes) {
       a.memory_capacity_bytes.assign(static_cast<std::size_t>(a.ranks), *options.owner_memory_capacity_bytes);
     }
     const BatchCost ns_cost = ns_batch_cost(cost, optimizer.muon.ns);
-    if (strategy == Strategy::dedicated && mesh.replicate > 1 && mesh.shard > 1 && options.balance_shard_columns) {
+    // Striped collectives cross the network on every rail whoever owns a matrix: balancing
+    // the shard columns would only constrain the NS balance.
+    if (t.owner_keeps_matrix && !t.rail_striped && mesh.replicate > 1 && mesh.shard > 1 && options.balance_shard_columns) {
       out.assignment = assign_owners_by_column(model, routing.muon_matrices, ns_cost, a, mesh);
     } else {
       out.assignment = assign_owners(routing.muon_matrices, ns_cost, a);

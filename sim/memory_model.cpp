@@ -89,7 +89,14 @@ MemoryBreakdown memory_per_gpu(const Plan& plan, const ModelSpec& model, const R
       m.state_bytes = (4 * s.muon + 8 * s.adamw) / shards;
       m.transient_bytes = 2 * in_flight_blocks * s.largest_block + 4 * s.largest_block + ns_workspace;
       break;
-    case Strategy::dedicated: {
+    case Strategy::dedicated:
+    case Strategy::owner_striped: {
+      // Run-ahead (post-step) broadcasts leave every GPU a bf16 replica of every Muon matrix.
+      bool replica = false;
+      for (const auto& ops : plan.ranks) {
+        for (const Op& op : ops) replica = replica || op.run_ahead;
+        break;  // every rank takes part in the broadcasts: rank 0 tells
+      }
       std::map<int, double> owned;
       for (std::size_t i = 0; i < plan.matrix_owner.size(); ++i) {
         const auto& mm = routing.muon_matrices[i];
@@ -102,7 +109,8 @@ MemoryBreakdown memory_per_gpu(const Plan& plan, const ModelSpec& model, const R
       m.master_bytes = 4 * most + 4 * s.adamw / shards;
       m.grad_bytes = 4 * most + 4 * s.adamw / shards;
       m.state_bytes = 4 * most + 8 * s.adamw / shards;
-      m.transient_bytes = 2 * most + 2 * in_flight_blocks * s.largest_block + 4 * s.largest_muon_block + ns_workspace;
+      m.transient_bytes = 2 * most + 2 * in_flight_blocks * s.largest_block + 4 * s.largest_muon_block + ns_workspace +
+                          (replica ? 2 * s.muon : 0);
       break;
     }
   }

@@ -115,8 +115,9 @@ std::vector<int> global_positions(int count, const std::set<std::pair<int, int>>
   return position;
 }
 
-int stream_of(OpKind kind, Phase phase, bool one_comm_stream) {
+int stream_of(OpKind kind, Phase phase, bool run_ahead, bool one_comm_stream) {
   if (phase == Phase::optimizer || one_comm_stream) return kGatherStream;
+  if (run_ahead) return kBroadcastStream;
   return kind == OpKind::all_gather || kind == OpKind::broadcast ? kGatherStream : kReduceStream;
 }
 
@@ -173,7 +174,7 @@ class RankBuilder {
  public:
   // Shared across ranks: merge key -> collective index; plan collective id -> merged index;
   // forward collective index -> its Z3 backward copy.
-  std::map<std::tuple<int, int, int, int, int>, int> by_key;
+  std::map<std::tuple<int, int, int, int, int, bool>, int> by_key;
   std::vector<int> by_id;  // indexed by the Plan's collective id, -1 = not seen yet
   std::map<int, int> regather;
 };
@@ -184,7 +185,8 @@ int RankBuilder::merged_index(int rank, const Op& op, int unit) {
   if (by_id[id] >= 0) return by_id[id];
   int index = -1;
   const bool mergeable = op.phase != Phase::optimizer && unit >= 0 && merge_;
-  const auto key = std::make_tuple(int(op.kind), op.group, int(op.phase), int(op.buffer), unit);
+  const bool run_ahead = op.run_ahead && !as_is_;
+  const auto key = std::make_tuple(int(op.kind), op.group, int(op.phase), int(op.buffer), unit, run_ahead);
   if (mergeable) {
     auto it = by_key.find(key);
     if (it != by_key.end()) index = it->second;
@@ -195,7 +197,8 @@ int RankBuilder::merged_index(int rank, const Op& op, int unit) {
     c.call.kind = op.kind;
     c.call.members = plan_.groups[static_cast<std::size_t>(op.group)].ranks;
     c.phase = op.phase;
-    c.stream = stream_of(op.kind, op.phase, as_is_);
+    c.stream = stream_of(op.kind, op.phase, run_ahead, as_is_);
+    c.run_ahead = run_ahead;
     c.label = op.label;
     c.group = plan_.groups[static_cast<std::size_t>(op.group)].name;
     c.merged = 0;
@@ -232,6 +235,16 @@ void RankBuilder::classify(int rank) {
   fwd_.assign(static_cast<std::size_t>(U), {});
   bwd_.assign(static_cast<std::size_t>(U), {});
   optimizer_ops_.clear();
+  // A bucket's launches belong to its first unit: its forward compute needs them, and in the
+  // backward, which runs units in reverse, that unit's gradients are the bucket's last.
+  std::map<int, int> bucket_unit;
+  for (const Op& op : plan_ops) {
+    if (op.bucket < 0 || op.phase == Phase::optimizer || as_is_) continue;
+    int first = 0;
+    unit_of(op, routing_, units_, &first);
+    auto [it, fresh] = bucket_unit.emplace(op.bucket, first);
+    if (!fresh) it->second = std::min(it->second, first);
+  }
   for (std::size_t i = 0; i < plan_ops.size(); ++i) {
     const Op& op = plan_ops[i];
     if (op.phase == Phase::optimizer || as_is_) {
@@ -240,7 +253,8 @@ void RankBuilder::classify(int rank) {
     }
     if (!is_collective(op.kind)) throw Error("sim: rank " + std::to_string(rank) + " op '" + op.label + "': compute outside the optimizer phase");
     int last = 0;
-    const int unit = unit_of(op, routing_, units_, &last);
+    int unit = unit_of(op, routing_, units_, &last);
+    if (op.bucket >= 0) unit = last = bucket_unit.at(op.bucket);
     const int c = merged_index(rank, op, unit);
     auto& list = (op.phase == Phase::forward ? fwd_ : bwd_)[static_cast<std::size_t>(unit >= 0 ? unit : last)];
     auto it = std::find_if(list.begin(), list.end(), [&](const auto& x) { return x.first == c; });
@@ -293,7 +307,8 @@ void RankBuilder::emit_forward_backward() {
     std::vector<int> mine;
     const int gate = u - 1 - prefetch;
     for (const auto& [c, members] : fwd_[static_cast<std::size_t>(u)]) {
-      mine.push_back(collective_op(c, members, gate >= 0 ? std::vector<int>{fwd_compute[static_cast<std::size_t>(gate)]} : std::vector<int>{}));
+      const bool gated = gate >= 0 && !prog_.collectives[static_cast<std::size_t>(c)].run_ahead;
+      mine.push_back(collective_op(c, members, gated ? std::vector<int>{fwd_compute[static_cast<std::size_t>(gate)]} : std::vector<int>{}));
     }
     const ComputeUnit& unit = units_.units[static_cast<std::size_t>(u)];
     fwd_compute[static_cast<std::size_t>(u)] = emit({kComputeStream, Phase::forward, "forward", "unit " + std::to_string(u),

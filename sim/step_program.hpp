@@ -13,7 +13,11 @@
 //   a whole block's flat buffer at once and DMuon coalesces a block's broadcasts and reduces,
 //   while a Plan lists one collective per parameter (or per owner);
 // - forward collectives of unit i wait for the forward compute of unit i-1-prefetch_layers
-//   (FSDP2 prefetches one block ahead); backward reductions of a unit wait for its backward;
+//   (FSDP2 prefetches one block ahead), except those the Plan lets run ahead (Op::run_ahead:
+//   they start with the step, on their own stream); backward reductions of a unit wait for
+//   its backward. Run-ahead broadcasts stand for the previous step's post-step broadcast: the
+//   step is simulated as the steady-state period cut where this GPU's previous optimizer phase
+//   ended, which does not credit their overlap with the tail of that optimizer phase;
 // - with reshard_after_forward (Z3) the forward all-gathers/broadcasts run again before each
 //   backward unit.
 #pragma once
@@ -31,7 +35,10 @@
 
 namespace dmuon::sim {
 
-enum SimStream { kComputeStream = 0, kGatherStream = 1, kReduceStream = 2, kStreams = 3 };
+// kBroadcastStream: forward collectives that run ahead of the compute (Op::run_ahead, the
+// owners' post-step broadcasts, DMuon's broadcast_stream), kept off the gather stream where
+// FSDP's prefetch-gated all-gathers would hold them back.
+enum SimStream { kComputeStream = 0, kGatherStream = 1, kReduceStream = 2, kBroadcastStream = 3, kStreams = 4 };
 
 struct SimOp {
   int stream = kComputeStream;
@@ -59,6 +66,7 @@ struct SimCollective {
   CollectiveCall call;
   Phase phase = Phase::optimizer;
   int stream = kGatherStream;
+  bool run_ahead = false;  // Op::run_ahead: no prefetch gate
   std::string label;
   std::string group;  // the Plan's group name
   int merged = 1;     // Plan collectives in this launch

@@ -34,7 +34,11 @@ json run_here(const Scenario& scenario, Strategy strategy, const CostModel& cost
   const auto t0 = std::chrono::steady_clock::now();
   const Routing routing = route_parameters(scenario.model, scenario.routing);
   const Mesh mesh = mesh_for_cluster(scenario.cluster);
-  auto* step = new StepPlan(plan_step(scenario.model, routing, scenario.optimizer, strategy, mesh, cost, StepPlanOptions{}));
+  StepPlanOptions plan_options;
+  if (scenario.planner.striped_bucket_bytes_per_rail) {
+    plan_options.plan.striped_bucket_bytes_per_rail = *scenario.planner.striped_bucket_bytes_per_rail;
+  }
+  auto* step = new StepPlan(plan_step(scenario.model, routing, scenario.optimizer, strategy, mesh, cost, plan_options));
   const MemoryBreakdown memory = memory_per_gpu(step->plan, scenario.model, routing, scenario.training);
   if (options.check_memory) check_fits(strategy, memory, scenario.cluster.gpu_memory_GiB);
   auto* program = new StepProgram(build_step_program(step->plan, scenario.model, routing, scenario.optimizer, cost,

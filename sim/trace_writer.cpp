@@ -25,7 +25,7 @@ void write_chrome_trace(const std::string& file, const StepProgram& program, con
                         const std::vector<std::vector<double>>& end, int gpus_per_node, int nodes) {
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(file.c_str(), "w"), &std::fclose);
   if (!f) throw Error("--trace: cannot write '" + file + "'");
-  static const char* kStreamNames[kStreams] = {"compute", "gather", "reduce"};
+  static const char* kStreamNames[kStreams] = {"compute", "gather", "reduce", "broadcast"};
   std::fprintf(f.get(), "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
   bool first = true;
   auto sep = [&] {

@@ -175,6 +175,14 @@ TEST_CASE("dedicated reproduces the reference with DMuon's preset and with emula
   check_strategy(Strategy::dedicated, Mesh{1, 2}, "torch", Rounding::emulate);
 }
 
+TEST_CASE("owner-striped reproduces the reference on 2-D meshes of world 8 and 6", "[interpreter]") {
+  // Its striped collectives (scatter on the owner's node, one broadcast per rail, all-gather in
+  // every node; reduce-scatter, reduce per rail, gather to the owner) only exist on 2-D meshes.
+  check_strategy(Strategy::owner_striped, Mesh{2, 4}, "torch", Rounding::exact);
+  check_strategy(Strategy::owner_striped, Mesh{3, 2}, "dmuon", Rounding::exact);
+  check_strategy(Strategy::owner_striped, Mesh{4, 2}, "torch", Rounding::emulate);
+}
+
 TEST_CASE("collectives follow NCCL's reduction orders", "[interpreter]") {
   // Three ranks holding 1e16, 1 and -1e16 in every element: the sum depends on the order.
   // Group order (reduce): (1e16 + 1) - 1e16 = 0. The ring sums chunk c from member c+1:

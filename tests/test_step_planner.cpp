@@ -75,9 +75,10 @@ TEST_CASE("Newton-Schulz runs once per matrix for owner strategies, on every ran
       case Strategy::ddp_redundant:
       case Strategy::fsdp_gather: CHECK(flops == Approx(8 * once).epsilon(1e-12)); break;
       case Strategy::zero1_a2a:
-      case Strategy::dedicated: CHECK(flops == Approx(once).epsilon(1e-12)); break;
+      case Strategy::dedicated:
+      case Strategy::owner_striped: CHECK(flops == Approx(once).epsilon(1e-12)); break;
     }
-    CHECK(sp.assignment.has_value() == (s == Strategy::dedicated || s == Strategy::zero1_a2a));
+    CHECK(sp.assignment.has_value() == (s == Strategy::dedicated || s == Strategy::zero1_a2a || s == Strategy::owner_striped));
   }
 }
 

@@ -1,0 +1,115 @@
+#include "core/striped_collectives.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+
+namespace dmuon {
+namespace {
+
+struct Stage {
+  bool forward = true;
+  int bucket = -1;
+  bool run_ahead = false;
+};
+
+Op collective_op(OpKind kind, const Stage& stage, const std::string& label) {
+  Op op;
+  const bool forward = stage.forward;
+  op.bucket = stage.bucket;
+  op.run_ahead = forward && stage.run_ahead;
+  op.kind = kind;
+  op.phase = forward ? Phase::forward : Phase::backward;
+  op.buffer = forward ? BufferKind::param : BufferKind::grad;
+  op.reduce_op = ReduceOp::avg;
+  op.label = label;
+  return op;
+}
+
+// Stage A (forward) or C (backward) on each owner node: chunk s between the owner and GPU s of
+// its node, for every owner of the block on that node, as one all-to-all per node.
+void owner_node_exchange(PlanWriter& w, const std::map<int, std::vector<Region>>& owners, const Stage& stage,
+                         const std::string& label) {
+  const bool forward = stage.forward;
+  const Mesh& mesh = w.mesh();
+  std::map<int, Op> by_node;
+  for (const auto& [owner, regions] : owners) {
+    const int node = mesh.replica_of(owner);
+    auto it = by_node.find(node);
+    if (it == by_node.end()) it = by_node.emplace(node, collective_op(OpKind::all_to_all, stage, label)).first;
+    for (const Region& region : regions) {
+      for (int s = 0; s < mesh.shard; ++s) {
+        const int peer = mesh.rank(node, s);
+        const Region chunk = stripe_chunk(region, mesh.shard, s);
+        if (peer == owner || chunk.count == 0) continue;
+        it->second.transfers.push_back(forward ? Transfer{owner, peer, chunk, chunk} : Transfer{peer, owner, chunk, chunk});
+      }
+    }
+  }
+  for (auto& [node, op] : by_node) {
+    if (!op.transfers.empty()) w.collective(w.shard_group(node), std::move(op));
+  }
+}
+
+// Stage B: chunk s of each owner's regions across the replicas on rail s, rooted at GPU s of
+// the owner's node.
+void across_rails(PlanWriter& w, const std::map<int, std::vector<Region>>& owners, const Stage& stage,
+                  const std::string& label) {
+  const bool forward = stage.forward;
+  const Mesh& mesh = w.mesh();
+  for (const auto& [owner, regions] : owners) {
+    for (int s = 0; s < mesh.shard; ++s) {
+      Op op = collective_op(forward ? OpKind::broadcast : OpKind::reduce, stage, label);
+      op.root = mesh.rank(mesh.replica_of(owner), s);
+      for (const Region& region : regions) {
+        const Region chunk = stripe_chunk(region, mesh.shard, s);
+        if (chunk.count > 0) op.regions.push_back(chunk);
+      }
+      if (!op.regions.empty()) w.collective(w.replicate_group(s), std::move(op));
+    }
+  }
+}
+
+// Stage C (forward: all-gather) or A (backward: reduce-scatter) inside every node, one per
+// matrix (a member's part is one contiguous chunk).
+void inside_nodes(PlanWriter& w, const std::map<int, std::vector<Region>>& owners, const Stage& stage,
+                  const std::string& label) {
+  const bool forward = stage.forward;
+  const Mesh& mesh = w.mesh();
+  for (int rep = 0; rep < mesh.replicate; ++rep) {
+    for (const auto& [owner, regions] : owners) {
+      for (const Region& region : regions) {
+        Op op = collective_op(forward ? OpKind::all_gather : OpKind::reduce_scatter, stage, label);
+        for (int s = 0; s < mesh.shard; ++s) op.parts.push_back(stripe_chunk(region, mesh.shard, s));
+        w.collective(w.shard_group(rep), std::move(op));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Region stripe_chunk(const Region& region, int shards, int s) {
+  const std::int64_t per = (region.count + shards - 1) / shards;
+  const std::int64_t begin = std::min(region.count, per * s);
+  const std::int64_t end = std::min(region.count, begin + per);
+  return {region.param, region.offset + begin, end - begin};
+}
+
+void striped_block_collectives(PlanWriter& w, const std::map<int, std::vector<Region>>& owners, bool forward,
+                               const std::string& label, int bucket, bool run_ahead) {
+  if (w.mesh().replicate < 2 || w.mesh().shard < 2) {
+    throw Error("plan: striped collectives need a 2-D mesh, got " + w.mesh().to_string());
+  }
+  if (forward) {
+    owner_node_exchange(w, owners, {true, bucket, run_ahead}, label);
+    across_rails(w, owners, {true, bucket, run_ahead}, label);
+    inside_nodes(w, owners, {true, bucket, run_ahead}, label);
+  } else {
+    inside_nodes(w, owners, {false, bucket, run_ahead}, label);
+    across_rails(w, owners, {false, bucket, run_ahead}, label);
+    owner_node_exchange(w, owners, {false, bucket, run_ahead}, label);
+  }
+}
+
+}  // namespace dmuon

@@ -1,0 +1,174 @@
+// owner-striped: the rail-striped hierarchical broadcast/reduce (core/striped_collectives.hpp),
+// its buckets and run-ahead broadcasts, from the Plan to the simulator's step program.
+#include <map>
+#include <set>
+#include <string>
+
+#include "catch_compat.hpp"
+#include "core/plan_builders.hpp"
+#include "core/routing.hpp"
+#include "core/scenario.hpp"
+#include "core/striped_collectives.hpp"
+#include "core/step_planner.hpp"
+#include "sim/step_program.hpp"
+#include "sim/strategy_run.hpp"
+
+using namespace dmuon;
+
+namespace {
+
+ModelSpec small_model(int layers) {
+  return parse_scenario("name: striped-test\nmodel:\n  name: small\n  transformer: {hidden: 256, layers: " +
+                            std::to_string(layers) + ", heads: 4, kv_heads: 2, ffn: 704, vocab: 1000}\n",
+                        "model.yaml")
+      .model;
+}
+
+std::vector<int> round_robin(const Routing& routing, int ranks) {
+  std::vector<int> owner(routing.muon_matrices.size());
+  for (std::size_t m = 0; m < owner.size(); ++m) owner[m] = static_cast<int>((7 * m) % static_cast<std::size_t>(ranks));
+  return owner;
+}
+
+// Elements each replicate group (rail) carries in one phase's broadcasts or reduces.
+std::map<std::string, std::int64_t> rail_elements(const Plan& plan, OpKind kind) {
+  std::map<std::string, std::int64_t> out;
+  for (std::size_t r = 0; r < plan.ranks.size(); ++r) {
+    for (const Op& op : plan.ranks[r]) {
+      if (op.kind != kind) continue;
+      const CommGroup& g = plan.groups[static_cast<std::size_t>(op.group)];
+      if (g.name.rfind("replicate", 0) != 0 || g.ranks.front() != static_cast<int>(r)) continue;  // count once
+      out[g.name] += region_elements(op.regions);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("stripe_chunk cuts a region into contiguous chunks that cover it exactly", "[plan][striped]") {
+  for (std::int64_t count : {0, 1, 7, 8, 9, 1000}) {
+    for (int shards : {1, 2, 3, 8}) {
+      const Region whole{3, 100, count};
+      std::int64_t next = whole.offset;
+      for (int s = 0; s < shards; ++s) {
+        const Region c = stripe_chunk(whole, shards, s);
+        CHECK(c.param == 3);
+        CHECK(c.offset == next);
+        CHECK(c.count >= 0);
+        CHECK(c.count <= (count + shards - 1) / shards);
+        next += c.count;
+      }
+      CHECK(next == whole.offset + count);
+    }
+  }
+}
+
+TEST_CASE("owner-striped sends every matrix across nodes on every rail; dedicated on its owner's only", "[plan][striped]") {
+  const ModelSpec model = small_model(4);
+  const Routing routing = route_parameters(model, {});
+  const Mesh mesh{3, 4};
+  std::int64_t muon = 0;
+  for (const auto& m : routing.muon_matrices) muon += m.rows * m.cols;
+  PlanOptions o;
+  o.striped_bucket_bytes_per_rail = 0;  // one bucket per block
+  const Plan striped = build_plan(Strategy::owner_striped, model, routing, mesh, round_robin(routing, mesh.world()), o);
+  striped.validate(model, routing);
+  for (OpKind kind : {OpKind::broadcast, OpKind::reduce}) {
+    const auto rails = rail_elements(striped, kind);
+    REQUIRE(rails.size() == 4);
+    std::int64_t total = 0;
+    for (const auto& [rail, n] : rails) {
+      total += n;
+      // Each rail carries a quarter of every matrix, up to one element of rounding per matrix.
+      CHECK(n <= muon / 4 + static_cast<std::int64_t>(routing.muon_matrices.size()));
+      CHECK(n >= muon / 4 - 3 * static_cast<std::int64_t>(routing.muon_matrices.size()));
+    }
+    CHECK(total == muon);
+  }
+  // dedicated moves each matrix whole on its owner's rail: the same total, unevenly spread.
+  const Plan dedicated = build_plan(Strategy::dedicated, model, routing, mesh, round_robin(routing, mesh.world()), o);
+  std::int64_t total = 0;
+  for (const auto& [rail, n] : rail_elements(dedicated, OpKind::broadcast)) total += n;
+  CHECK(total == muon);
+  // Forward ops run ahead and carry a bucket; backward ones carry a bucket and wait.
+  int forward = 0;
+  for (const Op& op : striped.ranks[5]) {
+    if (!is_collective(op.kind) || op.label.rfind("block", 0) != 0) continue;
+    CHECK(op.bucket >= 0);
+    CHECK(op.run_ahead == (op.phase == Phase::forward));
+    forward += op.phase == Phase::forward;
+  }
+  CHECK(forward > 0);
+  for (const Op& op : dedicated.ranks[5]) CHECK((op.bucket == -1 && !op.run_ahead));
+}
+
+TEST_CASE("owner-striped buckets fill to the byte target per rail", "[plan][striped]") {
+  const ModelSpec model = small_model(6);
+  const Routing routing = route_parameters(model, {});
+  const Mesh mesh{2, 2};
+  std::map<int, std::int64_t> buckets_at;  // target bytes -> forward buckets
+  for (std::int64_t target : {std::int64_t{0}, std::int64_t{1} << 20, std::int64_t{1} << 40}) {
+    PlanOptions o;
+    o.striped_bucket_bytes_per_rail = target;
+    const Plan plan = build_plan(Strategy::owner_striped, model, routing, mesh, round_robin(routing, mesh.world()), o);
+    plan.validate(model, routing);
+    std::set<int> forward;
+    for (const Op& op : plan.ranks[0]) {
+      if (op.bucket >= 0 && op.phase == Phase::forward) forward.insert(op.bucket);
+    }
+    buckets_at[target == 0 ? 0 : target == (std::int64_t{1} << 20) ? 1 : 2] = static_cast<std::int64_t>(forward.size());
+  }
+  CHECK(buckets_at[0] == 6);  // one per block
+  CHECK(buckets_at[1] < 6);   // a block is ~0.45 MB per rail: 1 MiB joins three
+  CHECK(buckets_at[1] > 1);
+  CHECK(buckets_at[2] == 1);  // everything in one
+}
+
+TEST_CASE("run-ahead broadcasts start with the step on their own stream; one launch per bucket and group", "[sim][striped]") {
+  const Scenario s = parse_scenario(
+      "name: striped\n"
+      "model:\n  name: small\n  transformer: {hidden: 512, layers: 8, heads: 8, kv_heads: 2, ffn: 1536, vocab: 4096}\n"
+      "optimizer: {preset: dmuon}\n"
+      "cluster:\n  nodes: 4\n  gpus_per_node: 4\n  gpu: h100-sxm\n  gpu_memory_GiB: 80\n"
+      "  nvlink: {bw_GBps: 450, latency_us: 3.4, efficiency: 0.82}\n"
+      "  network: {nics_per_node: 4, nic_bw_Gbps: 400, latency_us: 14, efficiency: 0.96}\n"
+      "training: {seq_len: 1024, micro_batch: 1, mfu: 0.4, peak_tflops: 989}\n",
+      "striped.yaml");
+  const auto striped = sim::run_strategy(s, Strategy::owner_striped, sim::scenario_cost_model(s), {});
+  const auto dedicated = sim::run_strategy(s, Strategy::dedicated, sim::scenario_cost_model(s), {});
+  const auto adamw = sim::run_strategy(s, Strategy::adamw, sim::scenario_cost_model(s), {});
+  // Same NS work and bytes; striped crosses the network on 4 rails instead of one and its
+  // broadcasts do not wait for the forward: it must end sooner.
+  CHECK(striped.step_s < dedicated.step_s);
+  CHECK(striped.step_s > adamw.step_s * 0.9);  // and it is still a real step, not free
+  // The program: every run-ahead collective sits on the broadcast stream with no dependency
+  // on compute, and a bucket's broadcasts across one rail are one launch.
+  const Routing routing = route_parameters(s.model, s.routing);
+  const StepPlan sp = plan_step(s.model, routing, s.optimizer, Strategy::owner_striped, mesh_for_cluster(s.cluster),
+                                sim::scenario_cost_model(s), [&] {
+                                  StepPlanOptions o;
+                                  return o;
+                                }());
+  const sim::StepProgram prog =
+      sim::build_step_program(sp.plan, s.model, routing, s.optimizer, sim::scenario_cost_model(s), s.training);
+  int run_ahead = 0;
+  for (const auto& ops : prog.ranks) {
+    for (const auto& op : ops) {
+      if (op.collective < 0 || !prog.collectives[static_cast<std::size_t>(op.collective)].run_ahead) continue;
+      ++run_ahead;
+      CHECK(op.stream == sim::kBroadcastStream);
+      for (int d : op.deps) CHECK(ops[static_cast<std::size_t>(d)].collective >= 0);
+    }
+  }
+  CHECK(run_ahead > 0);
+  std::set<int> buckets;
+  for (const Op& op : sp.plan.ranks[0]) {
+    if (op.bucket >= 0 && op.phase == Phase::forward) buckets.insert(op.bucket);
+  }
+  int rail0_broadcasts = 0;
+  for (const auto& c : prog.collectives) {
+    rail0_broadcasts += c.call.kind == OpKind::broadcast && c.group == "replicate[0]";
+  }
+  CHECK(rail0_broadcasts == static_cast<int>(buckets.size()));
+}
