@@ -8,6 +8,7 @@
 
 #include "catch_compat.hpp"
 #include "gpu_skip.hpp"
+#include "core/ns_rounding.hpp"
 #include "core/error.hpp"
 #include "harness/verify/gpu_ns.hpp"
 #include "harness/verify/ns_checks.hpp"
@@ -49,7 +50,7 @@ TEST_CASE("GPU NS matches the emulated reference for every implementation and or
         INFO(rows << "x" << cols << " " << preset << " " << cuda::to_string(impl));
         // The GPU and the reference round at the same points in different orders: both within
         // the rounding tolerance of exact NS. A wrong transpose, coefficient or epilogue is off by O(1).
-        CHECK(rel(got[0], want) < 2 * verify::rounding_tolerance(ns, kappa));
+        CHECK(rel(got[0], want) < 2 * ns_rounding_tolerance(ns, kappa));
       }
     }
   }
@@ -118,7 +119,7 @@ TEST_CASE("GPU NS: a norm that overflows normalize_dtype is an error naming the 
   cuda::NsEngine engine;
   const auto out = verify::gpu_newton_schulz(engine, {big}, ns, NsImpl::standard, DType::fp32);
   CHECK(rel(out[0], ref::newton_schulz(big, ns, ref::Rounding::emulate)) <
-        2 * verify::rounding_tolerance(ns, sigma(0) / sigma(sigma.size() - 1)));
+        2 * ns_rounding_tolerance(ns, sigma(0) / sigma(sigma.size() - 1)));
 }
 
 TEST_CASE("GPU autotuner gates, picks a passing winner and caches it by GPU name", "[gpu]") {

@@ -6,6 +6,7 @@
 
 #include <Eigen/SVD>
 
+#include "core/ns_rounding.hpp"
 #include "core/error.hpp"
 #include "core/npy.hpp"
 #include "core/optimizer_yaml.hpp"
@@ -86,7 +87,7 @@ std::vector<CaseResult> run_shape(const Shape& shape, const std::string& preset,
       }
       throw;
     }
-    const double tol = rounding_tolerance(ns, kappa);
+    const double tol = ns_rounding_tolerance(ns, kappa);
     auto emu = compare_scaled(name + "/vs-emulate", got[0], ref::newton_schulz(g, ns, Rounding::emulate), scale,
                               "rel_polar", 2 * tol);
     emu.detail = "2 x rounding tolerance; kappa " + std::to_string(kappa);

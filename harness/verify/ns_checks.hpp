@@ -18,11 +18,6 @@ struct NsShape {
   InputKind kind = InputKind::gaussian;
 };
 
-// Error allowed between an emulated-rounding run and the exact-arithmetic prediction, measured
-// against ||polar factor||_F, for the storage precision of `ns` and an input of condition number
-// `kappa` (sigma_max / sigma_min).
-double rounding_tolerance(const NsConfig& ns, double kappa);
-
 // All checks for one input shape under one optimizer preset (both variants, both modes).
 std::vector<CaseResult> run_ns_group(const NsShape& shape, const std::string& preset, std::uint64_t seed);
 
