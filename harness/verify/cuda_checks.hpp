@@ -15,7 +15,7 @@ namespace dmuon::verify {
 std::vector<VerifyCase> cuda_builtin_cases(bool full, std::uint64_t seed);
 
 // The `ns` cases of a golden directory (manifest.json, dmuon-golden-1): the GPU result (the
-// engine's Gram path for Gram cases, standard otherwise, then automatic) within the manifest's
+// engine's Gram path for Gram cases; standard, then automatic, otherwise) within the manifest's
 // tolerance of the peer's output, and its error against exact double NS at most
 // peer_error_margin(elements) (golden.hpp) times the peer's own. Cases with `products: separate`
 // and other kinds are CPU-only. Both case lists throw dmuon::Error when no GPU is visible.
