@@ -82,6 +82,11 @@ struct Op {
   // state they are step t's post-step broadcast, running under step t+1's forward, and a block's
   // forward waits only for its own matrices; every GPU then keeps a bf16 replica of them.
   bool run_ahead = false;
+  // broadcast: run as a sum all-reduce to which every member but the root contributes -0.0.
+  // x + (-0) == x for every x (-0 included) in any order, so every member ends with the root's
+  // bits, exactly a broadcast; NCCL may then use its tree (2 log2 R pipeline steps) where its
+  // only broadcast algorithm, the ring, pays R - 1 before data flows at the far end.
+  bool via_all_reduce = false;
 
   double flops = 0;         // compute ops: useful arithmetic
   double memory_bytes = 0;  // compute ops: bytes read + written in device memory

@@ -269,6 +269,7 @@ void striped_collectives(PlanWriter& w, const std::vector<std::pair<std::string,
                          const PlanOptions& o) {
   const std::int64_t bytes_per_rail = o.striped_bucket_bytes_per_rail;
   const int bytes_per_element = o.bytes_per_element;
+  const bool via_all_reduce = w.mesh().replicate >= o.striped_all_reduce_from_nodes;
   struct Bucket {
     std::string label;
     BlockOwners owners;
@@ -291,10 +292,12 @@ void striped_collectives(PlanWriter& w, const std::vector<std::pair<std::string,
     }
   }
   for (std::size_t b = 0; b < buckets.size(); ++b) {
-    striped_block_collectives(w, buckets[b].owners, true, buckets[b].label, static_cast<int>(b), o.striped_run_ahead);
+    striped_block_collectives(w, buckets[b].owners, true, buckets[b].label, static_cast<int>(b), o.striped_run_ahead,
+                              via_all_reduce);
   }
   for (std::size_t b = buckets.size(); b-- > 0;) {
-    striped_block_collectives(w, buckets[b].owners, false, buckets[b].label, static_cast<int>(buckets.size() + b), false);
+    striped_block_collectives(w, buckets[b].owners, false, buckets[b].label, static_cast<int>(buckets.size() + b), false,
+                              via_all_reduce);
   }
 }
 

@@ -21,6 +21,12 @@ struct PlanOptions {
   std::int64_t striped_bucket_bytes_per_rail = 32LL << 20;
   // owner-striped: the forward broadcasts run ahead of the forward compute (Op::run_ahead).
   bool striped_run_ahead = true;
+  // owner-striped: across nodes, a broadcast runs as an all-reduce (Op::via_all_reduce) and the
+  // gradient's reduce as an all-reduce (avg), so NCCL can use its tree, from this many nodes
+  // on (the ring's R - 1 pipeline steps grow with the nodes, the tree's with log2 of them).
+  // 32: the crossover dmuon-sim finds on 16node.yaml (chain ahead at 4-16 nodes, the
+  // all-reduce at 32 and 64; reports/sim-owner-striped.md), not a measured GPU figure.
+  int striped_all_reduce_from_nodes = 32;
 };
 
 // `owner` per Muon matrix: for `dedicated` the owner's global rank; for `zero1-a2a` the owner's

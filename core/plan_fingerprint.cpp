@@ -50,6 +50,7 @@ void add_op(Fnv1a& h, const Op& op) {
   h.add(op.collective);
   h.add(static_cast<std::int64_t>(op.bucket));
   h.add(static_cast<std::int64_t>(op.run_ahead));
+  h.add(static_cast<std::int64_t>(op.via_all_reduce));
 }
 
 }  // namespace

@@ -11,6 +11,7 @@ struct Stage {
   bool forward = true;
   int bucket = -1;
   bool run_ahead = false;
+  bool via_all_reduce = false;
 };
 
 Op collective_op(OpKind kind, const Stage& stage, const std::string& label) {
@@ -57,10 +58,24 @@ void across_rails(PlanWriter& w, const std::map<int, std::vector<Region>>& owner
                   const std::string& label) {
   const bool forward = stage.forward;
   const Mesh& mesh = w.mesh();
+  if (!forward && stage.via_all_reduce) {  // one rootless all-reduce per rail for every owner
+    for (int s = 0; s < mesh.shard; ++s) {
+      Op op = collective_op(OpKind::all_reduce, stage, label);
+      for (const auto& [owner, regions] : owners) {
+        for (const Region& region : regions) {
+          const Region chunk = stripe_chunk(region, mesh.shard, s);
+          if (chunk.count > 0) op.regions.push_back(chunk);
+        }
+      }
+      if (!op.regions.empty()) w.collective(w.replicate_group(s), std::move(op));
+    }
+    return;
+  }
   for (const auto& [owner, regions] : owners) {
     for (int s = 0; s < mesh.shard; ++s) {
       Op op = collective_op(forward ? OpKind::broadcast : OpKind::reduce, stage, label);
       op.root = mesh.rank(mesh.replica_of(owner), s);
+      op.via_all_reduce = stage.via_all_reduce;
       for (const Region& region : regions) {
         const Region chunk = stripe_chunk(region, mesh.shard, s);
         if (chunk.count > 0) op.regions.push_back(chunk);
@@ -97,18 +112,18 @@ Region stripe_chunk(const Region& region, int shards, int s) {
 }
 
 void striped_block_collectives(PlanWriter& w, const std::map<int, std::vector<Region>>& owners, bool forward,
-                               const std::string& label, int bucket, bool run_ahead) {
+                               const std::string& label, int bucket, bool run_ahead, bool via_all_reduce) {
   if (w.mesh().replicate < 2 || w.mesh().shard < 2) {
     throw Error("plan: striped collectives need a 2-D mesh, got " + w.mesh().to_string());
   }
   if (forward) {
-    owner_node_exchange(w, owners, {true, bucket, run_ahead}, label);
-    across_rails(w, owners, {true, bucket, run_ahead}, label);
-    inside_nodes(w, owners, {true, bucket, run_ahead}, label);
+    owner_node_exchange(w, owners, {true, bucket, run_ahead, via_all_reduce}, label);
+    across_rails(w, owners, {true, bucket, run_ahead, via_all_reduce}, label);
+    inside_nodes(w, owners, {true, bucket, run_ahead, via_all_reduce}, label);
   } else {
-    inside_nodes(w, owners, {false, bucket, run_ahead}, label);
-    across_rails(w, owners, {false, bucket, run_ahead}, label);
-    owner_node_exchange(w, owners, {false, bucket, run_ahead}, label);
+    inside_nodes(w, owners, {false, bucket, run_ahead, via_all_reduce}, label);
+    across_rails(w, owners, {false, bucket, run_ahead, via_all_reduce}, label);
+    owner_node_exchange(w, owners, {false, bucket, run_ahead, via_all_reduce}, label);
   }
 }
 

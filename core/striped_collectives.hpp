@@ -10,6 +10,9 @@
 //            C. every node all-gathers the chunks (NVLink).
 //   backward A. every node reduce-scatters (avg) the gradient: GPU s holds its node's chunk s;
 //            B. GPU s of every node reduces (avg) chunk s to GPU s of the owner's node (rail s);
+// With `via_all_reduce`, stage B is an all-reduce in both directions (a broadcast as
+// Op::via_all_reduce; the reduce as an all-reduce avg of every owner's chunks, whose result
+// the non-owner nodes simply do not use), so NCCL's tree can carry it across many nodes.
 //            C. on the owner's node, GPU s sends chunk s to the owner (all-to-all).
 // Semantics: the gradient is the same two-level average as dedicated's (inside each node, then
 // across nodes: sum over a node's GPUs / shard, then sum over nodes / replicate), only cut into
@@ -32,6 +35,6 @@ Region stripe_chunk(const Region& region, int shards, int s);
 // mapping each owner (global rank) to its regions; every op carries `bucket` (Op::bucket) and
 // the forward ones `run_ahead` (Op::run_ahead). Needs replicate > 1 and shard > 1.
 void striped_block_collectives(PlanWriter& w, const std::map<int, std::vector<Region>>& owners, bool forward,
-                               const std::string& label, int bucket, bool run_ahead);
+                               const std::string& label, int bucket, bool run_ahead, bool via_all_reduce);
 
 }  // namespace dmuon

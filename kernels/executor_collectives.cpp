@@ -1,10 +1,12 @@
 #include "kernels/executor_collectives.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "core/error.hpp"
 #include "kernels/comm_check.hpp"
 #include "kernels/cuda_check.hpp"
+#include "kernels/executor_fill.hpp"
 
 namespace dmuon::exec {
 namespace {
@@ -67,7 +69,34 @@ struct Context {
   }
 };
 
+// Op::via_all_reduce: every member but the root first writes -0.0 over its regions (in stream
+// order, before the group's kernel), then one sum all-reduce leaves the root's bits everywhere.
+void broadcast_via_all_reduce(const Context& c) {
+  const int root = c.position_of(c.op.root);
+  const ElementType element = c.buffers.type(static_cast<int>(c.op.buffer));
+  if (c.me != root) {
+    for (const Region& r : c.op.regions) {
+      if (r.count == 0) continue;
+      try {
+        fill_negative_zero(c.at(r), element, r.count, c.stream);
+      } catch (const std::runtime_error& e) {
+        throw Error(c.where + ": " + e.what());
+      }
+    }
+  }
+  Group group;
+  for (const Region& r : c.op.regions) {
+    if (r.count == 0) continue;
+    void* p = c.at(r);
+    DMUON_NCCL_CHECK(ncclAllReduce(p, p, sz(r.count), c.type, ncclSum, c.comm, c.stream));
+  }
+}
+
 void rooted(const Context& c) {
+  if (c.op.kind == OpKind::broadcast && c.op.via_all_reduce) {
+    broadcast_via_all_reduce(c);
+    return;
+  }
   const int root = c.position_of(c.op.root);
   Group group;
   for (const Region& r : c.op.regions) {

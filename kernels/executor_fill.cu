@@ -33,7 +33,28 @@ __global__ void fill_kernel(T* out, std::int64_t n, std::uint64_t seed, std::int
   }
 }
 
+template <class Bits>
+__global__ void fill_bits_kernel(Bits* out, std::int64_t n, Bits bits) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    out[i] = bits;
+  }
+}
+
 }  // namespace
+
+void fill_negative_zero(void* data, ElementType type, std::int64_t n, cudaStream_t stream) {
+  if (n <= 0) return;
+  const int threads = 256;
+  const int blocks = static_cast<int>(std::min<std::int64_t>((n + threads - 1) / threads, 4096));
+  if (type == ElementType::fp32) {
+    fill_bits_kernel<<<blocks, threads, 0, stream>>>(static_cast<std::uint32_t*>(data), n, std::uint32_t{0x80000000u});
+  } else {  // bf16 and fp16: the sign bit alone
+    fill_bits_kernel<<<blocks, threads, 0, stream>>>(static_cast<std::uint16_t*>(data), n, std::uint16_t{0x8000u});
+  }
+  const cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess) throw std::runtime_error(std::string("fill -0 kernel launch: ") + cudaGetErrorString(status));
+}
 
 void fill_uniform(void* data, ElementType type, std::int64_t n, std::uint64_t seed, std::int64_t first_index, double scale,
                   cudaStream_t stream) {

@@ -22,4 +22,8 @@ void fill_uniform(void* data, ElementType type, std::int64_t n, std::uint64_t se
 void fill_buffers(DeviceBuffers& buffers, int kind, std::uint64_t seed, double scale, cudaStream_t stream);
 std::uint64_t param_seed(std::uint64_t seed, std::size_t param);
 
+// Writes -0.0 in `type` to n elements on `stream`: a member's contribution to a broadcast run
+// as a sum all-reduce (Op::via_all_reduce), since x + (-0) == x for every x, -0 included.
+void fill_negative_zero(void* data, ElementType type, std::int64_t n, cudaStream_t stream);
+
 }  // namespace dmuon::exec

@@ -186,7 +186,9 @@ int RankBuilder::merged_index(int rank, const Op& op, int unit) {
   int index = -1;
   const bool mergeable = op.phase != Phase::optimizer && unit >= 0 && merge_;
   const bool run_ahead = op.run_ahead && !as_is_;
-  const auto key = std::make_tuple(int(op.kind), op.group, int(op.phase), int(op.buffer), unit, run_ahead);
+  // A broadcast run as an all-reduce is priced and merged as the all-reduce NCCL runs.
+  const OpKind kind = op.kind == OpKind::broadcast && op.via_all_reduce ? OpKind::all_reduce : op.kind;
+  const auto key = std::make_tuple(int(kind), op.group, int(op.phase), int(op.buffer), unit, run_ahead);
   if (mergeable) {
     auto it = by_key.find(key);
     if (it != by_key.end()) index = it->second;
@@ -194,7 +196,7 @@ int RankBuilder::merged_index(int rank, const Op& op, int unit) {
   if (index < 0) {
     index = static_cast<int>(prog_.collectives.size());
     SimCollective c;
-    c.call.kind = op.kind;
+    c.call.kind = kind;
     c.call.members = plan_.groups[static_cast<std::size_t>(op.group)].ranks;
     c.phase = op.phase;
     c.stream = stream_of(op.kind, op.phase, run_ahead, as_is_);
@@ -207,7 +209,7 @@ int RankBuilder::merged_index(int rank, const Op& op, int unit) {
   }
   SimCollective& c = prog_.collectives[static_cast<std::size_t>(index)];
   c.merged += 1;
-  const bool per_region = op.kind == OpKind::broadcast || op.kind == OpKind::reduce || op.kind == OpKind::all_reduce;
+  const bool per_region = kind == OpKind::broadcast || kind == OpKind::reduce || kind == OpKind::all_reduce;
   c.calls += per_region ? std::max<int>(1, static_cast<int>(op.regions.size())) : 1;
   const int bpe = plan_.bytes_per_element;
   if (op.kind == OpKind::all_to_all) {
@@ -216,7 +218,7 @@ int RankBuilder::merged_index(int rank, const Op& op, int unit) {
   } else {
     const double bytes = collective_payload_bytes(op, rank, bpe);
     c.call.bytes += bytes;
-    if (op.kind == OpKind::broadcast || op.kind == OpKind::reduce) {
+    if (kind == OpKind::broadcast || kind == OpKind::reduce) {
       auto it = std::find_if(c.call.rooted.begin(), c.call.rooted.end(), [&](const auto& x) { return x.first == op.root; });
       if (it == c.call.rooted.end()) {
         c.call.rooted.emplace_back(op.root, bytes);

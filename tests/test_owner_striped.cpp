@@ -1,5 +1,6 @@
 // owner-striped: the rail-striped hierarchical broadcast/reduce (core/striped_collectives.hpp),
 // its buckets and run-ahead broadcasts, from the Plan to the simulator's step program.
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -101,6 +102,39 @@ TEST_CASE("owner-striped sends every matrix across nodes on every rail; dedicate
   }
   CHECK(forward > 0);
   for (const Op& op : dedicated.ranks[5]) CHECK((op.bucket == -1 && !op.run_ahead));
+}
+
+TEST_CASE("from striped_all_reduce_from_nodes on, the rails carry all-reduces", "[plan][striped]") {
+  const ModelSpec model = small_model(3);
+  const Routing routing = route_parameters(model, {});
+  for (int replicate : {3, 4}) {
+    const Mesh mesh{replicate, 2};
+    PlanOptions o;
+    o.striped_all_reduce_from_nodes = 4;
+    o.striped_bucket_bytes_per_rail = 0;  // a bucket per block: rank 1 (rail 1) sees 3 of them
+    const Plan plan = build_plan(Strategy::owner_striped, model, routing, mesh, round_robin(routing, mesh.world()), o);
+    plan.validate(model, routing);
+    int broadcasts = 0, via = 0, reduces = 0, rail_all_reduces = 0;
+    for (const Op& op : plan.ranks[1]) {
+      const std::string& group = plan.groups[static_cast<std::size_t>(std::max(0, op.group))].name;
+      if (!is_collective(op.kind) || group.rfind("replicate", 0) != 0 || op.label.rfind("block", 0) != 0) continue;
+      broadcasts += op.kind == OpKind::broadcast;
+      via += op.kind == OpKind::broadcast && op.via_all_reduce;
+      reduces += op.kind == OpKind::reduce;
+      rail_all_reduces += op.kind == OpKind::all_reduce;
+    }
+    INFO("replicate " << replicate);
+    CHECK(broadcasts > 0);
+    if (replicate >= 4) {
+      CHECK(via == broadcasts);  // every rail broadcast runs as an all-reduce
+      CHECK(reduces == 0);  // and the gradient's reduces are all-reduces, one per bucket and rail
+      CHECK(rail_all_reduces == 3);
+    } else {
+      CHECK(via == 0);
+      CHECK(reduces > 0);
+      CHECK(rail_all_reduces == 0);
+    }
+  }
 }
 
 TEST_CASE("owner-striped buckets fill to the byte target per rail", "[plan][striped]") {

@@ -38,6 +38,7 @@ Plan build(Strategy s, const ModelSpec& model, const Routing& routing, const Mes
   PlanOptions o;
   o.zero1_chunk_matrices = 5;
   o.ddp_bucket_bytes = 4096;
+  o.striped_all_reduce_from_nodes = 3;  // owner-striped: ring chains on 2 x n, all-reduces from 3 x n
   return build_plan(s, model, routing, mesh, round_robin_owners(routing, positions), o);
 }
 
