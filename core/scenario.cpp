@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <set>
 
 #include "core/device_profile.hpp"
@@ -166,6 +167,12 @@ PlannerSpec parse_planner(const YamlValue& value) {
   PlannerSpec p;
   if (auto v = m.find("striped_bucket_MiB_per_rail")) {
     p.striped_bucket_bytes_per_rail = static_cast<std::int64_t>(v->as_nonnegative_double() * (1 << 20));
+  }
+  if (auto v = m.find("striped_run_ahead")) p.striped_run_ahead = v->as_bool();
+  if (auto v = m.find("striped_all_reduce_from_nodes")) {
+    const std::int64_t nodes = v->as_positive_int();
+    if (nodes > std::numeric_limits<int>::max()) v->fail("must be at most " + std::to_string(std::numeric_limits<int>::max()));
+    p.striped_all_reduce_from_nodes = static_cast<int>(nodes);
   }
   m.finish();
   return p;

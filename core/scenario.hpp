@@ -102,6 +102,8 @@ enum class SimMode { fast, flows };
 struct PlannerSpec {
   // owner-striped: bytes per rail that consecutive blocks fill into one bucket (0: none).
   std::optional<std::int64_t> striped_bucket_bytes_per_rail;
+  std::optional<bool> striped_run_ahead;                // Op::run_ahead on its broadcasts
+  std::optional<int> striped_all_reduce_from_nodes;     // Op::via_all_reduce from R nodes
 };
 
 struct Scenario {

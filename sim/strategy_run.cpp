@@ -38,6 +38,8 @@ json run_here(const Scenario& scenario, Strategy strategy, const CostModel& cost
   if (scenario.planner.striped_bucket_bytes_per_rail) {
     plan_options.plan.striped_bucket_bytes_per_rail = *scenario.planner.striped_bucket_bytes_per_rail;
   }
+  if (scenario.planner.striped_run_ahead) plan_options.plan.striped_run_ahead = *scenario.planner.striped_run_ahead;
+  if (const auto& from = scenario.planner.striped_all_reduce_from_nodes) plan_options.plan.striped_all_reduce_from_nodes = *from;
   auto* step = new StepPlan(plan_step(scenario.model, routing, scenario.optimizer, strategy, mesh, cost, plan_options));
   const MemoryBreakdown memory = memory_per_gpu(step->plan, scenario.model, routing, scenario.training);
   if (options.check_memory) check_fits(strategy, memory, scenario.cluster.gpu_memory_GiB);

@@ -1,6 +1,10 @@
 // owner-striped: the rail-striped hierarchical broadcast/reduce (core/striped_collectives.hpp),
 // its buckets and run-ahead broadcasts, from the Plan to the simulator's step program.
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -46,6 +50,35 @@ std::map<std::string, std::int64_t> rail_elements(const Plan& plan, OpKind kind)
 }
 
 }  // namespace
+
+TEST_CASE("adding -0.0 returns every value bit for bit: a sum all-reduce with -0 from non-roots is a broadcast", "[striped]") {
+  // Op::via_all_reduce relies on x + (-0) == x in IEEE round-to-nearest for every x: +-0,
+  // subnormals, normals, the largest finite values and infinities (in any order of additions,
+  // since every partial sum stays x). Checked on every 16-bit pattern as fp32 widened from
+  // bf16 (bf16 sums are fp32 sums rounded back, and x needs no rounding) and on fp32 extremes.
+  auto bits = [](float f) {
+    std::uint32_t u;
+    std::memcpy(&u, &f, sizeof u);
+    return u;
+  };
+  const float minus_zero = -0.0f;
+  for (std::uint32_t pattern = 0; pattern <= 0xFFFFu; ++pattern) {
+    float x;
+    const std::uint32_t widened = pattern << 16;
+    std::memcpy(&x, &widened, sizeof x);
+    if (std::isnan(x)) continue;  // NaN stays NaN (its payload is the hardware's business)
+    volatile float sum = x + minus_zero;
+    volatile float twice = (minus_zero + x) + minus_zero;
+    INFO("bf16 pattern " << pattern);
+    CHECK(bits(sum) == widened);
+    CHECK(bits(twice) == widened);
+  }
+  for (float x : {std::numeric_limits<float>::denorm_min(), -std::numeric_limits<float>::denorm_min(),
+                  std::numeric_limits<float>::max(), std::numeric_limits<float>::lowest(), 1.0f + 1e-7f}) {
+    volatile float sum = x + minus_zero;
+    CHECK(bits(sum) == bits(x));
+  }
+}
 
 TEST_CASE("stripe_chunk cuts a region into contiguous chunks that cover it exactly", "[plan][striped]") {
   for (std::int64_t count : {0, 1, 7, 8, 9, 1000}) {
@@ -205,4 +238,22 @@ TEST_CASE("run-ahead broadcasts start with the step on their own stream; one lau
     rail0_broadcasts += c.call.kind == OpKind::broadcast && c.group == "replicate[0]";
   }
   CHECK(rail0_broadcasts == static_cast<int>(buckets.size()));
+}
+
+TEST_CASE("a scenario's planner section sets owner-striped's knobs, strictly", "[scenario][striped]") {
+  const std::string head = "name: p\nmodel:\n  name: small\n  transformer: {hidden: 256, layers: 2, heads: 4, ffn: 704, vocab: 1000}\n";
+  const Scenario s = parse_scenario(
+      head + "planner: {striped_bucket_MiB_per_rail: 4.5, striped_run_ahead: false, striped_all_reduce_from_nodes: 2}\n", "p.yaml");
+  REQUIRE(s.planner.striped_bucket_bytes_per_rail.has_value());
+  CHECK(*s.planner.striped_bucket_bytes_per_rail == 4718592);  // 4.5 MiB
+  CHECK(s.planner.striped_run_ahead == std::optional<bool>(false));
+  CHECK(s.planner.striped_all_reduce_from_nodes == std::optional<int>(2));
+  CHECK_FALSE(parse_scenario(head, "p.yaml").planner.striped_run_ahead.has_value());
+  CHECK_THROWS_WITH(parse_scenario(head + "planner: {striped_bucket: 4}\n", "p.yaml"), Catch::Contains("striped_bucket"));
+  CHECK_THROWS_WITH(parse_scenario(head + "planner: {striped_bucket_MiB_per_rail: -1}\n", "p.yaml"),
+                    Catch::Contains("striped_bucket_MiB_per_rail"));
+  for (const char* bad : {"0", "4294967296"}) {
+    CHECK_THROWS_WITH(parse_scenario(head + "planner: {striped_all_reduce_from_nodes: " + bad + "}\n", "p.yaml"),
+                      Catch::Contains("striped_all_reduce_from_nodes"));
+  }
 }
