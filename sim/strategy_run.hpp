@@ -9,8 +9,8 @@
 #include <string>
 
 #include "core/calibration.hpp"
+#include "core/memory_model.hpp"
 #include "core/scenario.hpp"
-#include "sim/memory_model.hpp"
 #include "sim/simulator.hpp"
 
 namespace dmuon::sim {
