@@ -1,6 +1,7 @@
 #include "core/device_profile.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <set>
 
@@ -91,6 +92,15 @@ void DeviceProfile::validate(const std::string& what) const {
 }
 
 std::vector<std::string> device_profile_names() { return {"h100-sxm", "h200", "a800-sxm4-80gb"}; }
+
+std::string profile_for_gpu(const std::string& gpu_name) {
+  std::string upper = gpu_name;
+  std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
+  if (upper.find("H100") != std::string::npos) return "h100-sxm";
+  if (upper.find("H200") != std::string::npos) return "h200";
+  if (upper.find("A800") != std::string::npos) return "a800-sxm4-80gb";
+  throw Error("no device profile for GPU '" + gpu_name + "': pass --profile NAME");
+}
 
 DeviceProfile device_profile(const std::string& name, const std::string& what) {
   if (name == "h100-sxm") return h100_sxm();

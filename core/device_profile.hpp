@@ -35,6 +35,9 @@ std::vector<std::pair<double, double>> default_small_shape_efficiency();
 std::vector<std::string> device_profile_names();
 // Throws dmuon::Error naming `what` for an unknown name, listing the known ones.
 DeviceProfile device_profile(const std::string& name, const std::string& what = "gpu");
+// The built-in profile of a GPU by its CUDA name: "NVIDIA H100 80GB HBM3" -> "h100-sxm". Throws
+// dmuon::Error asking for --profile when none matches.
+std::string profile_for_gpu(const std::string& gpu_name);
 
 // A `gpu:` entry: either a built-in name (`gpu: h100-sxm`), or a mapping with keys name,
 // gemm_tflops, hbm_GBps, launch_overhead_us, memory_GiB, small_shape_efficiency

@@ -12,12 +12,12 @@
 #include "core/calibration.hpp"
 #include "core/device_profile.hpp"
 #include "core/error.hpp"
+#include "core/provenance.hpp"
 #include "core/routing.hpp"
 #include "core/scenario.hpp"
 #include "core/step_planner.hpp"
 #include "harness/bench/calibrate_ns.hpp"
 #include "harness/bench/layers_json.hpp"
-#include "harness/bench/provenance.hpp"
 #include "kernels/ceilings.hpp"
 #include "kernels/comm_sweep.hpp"
 #include "kernels/device_query.hpp"
@@ -83,7 +83,7 @@ bool parse(int argc, char** argv, Args& a) {
     return false;
   }
   po::notify(vm);
-  a.command = command_line(argc, argv);
+  a.command = command_line(argc, argv, "dmuon-bench");
   return true;
 }
 

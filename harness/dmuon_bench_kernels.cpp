@@ -6,9 +6,10 @@
 
 #include <boost/program_options.hpp>
 
+#include "core/device_profile.hpp"
 #include "core/error.hpp"
+#include "core/provenance.hpp"
 #include "harness/bench/kernel_report.hpp"
-#include "harness/bench/provenance.hpp"
 #include "kernels/ceilings.hpp"
 #include "kernels/device_query.hpp"
 
@@ -130,7 +131,7 @@ int kernels_command(int argc, char** argv) {
     return 0;
   }
   KernelBench b;
-  b.command = command_line(argc, argv);
+  b.command = command_line(argc, argv, "dmuon-bench");
   b.date = utc_now();
   try {
     const std::string reason = cuda::no_device_reason();

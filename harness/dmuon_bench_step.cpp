@@ -8,10 +8,10 @@
 #include "core/calibration.hpp"
 #include "core/device_profile.hpp"
 #include "core/error.hpp"
+#include "core/provenance.hpp"
 #include "core/routing.hpp"
 #include "core/scenario.hpp"
 #include "core/step_planner.hpp"
-#include "harness/bench/provenance.hpp"
 #include "harness/dmuon_bench_step_report.hpp"
 #include "kernels/device_query.hpp"
 #include "kernels/executor_bench.hpp"
@@ -56,7 +56,7 @@ bool parse(int argc, char** argv, Args& a) {
   po::notify(vm);
   if (a.backend != "nccl") throw Error("--backend: '" + a.backend + "' cannot measure a step (available: nccl)");
   exec::validate(a.bench);
-  a.command = command_line(argc, argv);
+  a.command = command_line(argc, argv, "dmuon-bench");
   return true;
 }
 

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/provenance.hpp"
 #include "harness/sim/sim_report.hpp"
 #include "harness/sim/sim_validate.hpp"
 
@@ -50,7 +51,7 @@ bool parse(int argc, char** argv, Args& a) {
   po::notify(vm);
   if (a.scenario.empty() && a.validate.empty()) throw Error("--scenario: required");
   if (a.parallel < 1) throw Error("--parallel: must be >= 1, got " + std::to_string(a.parallel));
-  for (int i = 0; i < argc; ++i) a.command += (i ? " " : "") + std::string(argv[i]);
+  a.command = command_line(argc, argv);
   return true;
 }
 

@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/file_read.hpp"
 #include "core/ns_flops.hpp"
+#include "core/provenance.hpp"
 
 namespace dmuon::bench {
 namespace {
@@ -154,8 +155,6 @@ void write_report_json(const KernelBench& b, const std::string& path) {
   const NsBenchRow* big_std = find_row(b, 8192, 28672, "torch");
   const NsBenchRow* big_gram = find_row(b, 8192, 28672, "dmuon");
   json j{{"tool", "dmuon-bench kernels"},
-         {"command", b.command},
-         {"date", b.date},
          {"gpu", b.gpu_name},
          {"profile", b.profile},
          {"gemm_tflops_8192_bf16", b.gemm_tflops},
@@ -173,6 +172,7 @@ void write_report_json(const KernelBench& b, const std::string& path) {
            {"muon_update", b.elementwise.update_GBps.value_or(0)},
            {"adamw_multi_tensor", b.elementwise.adamw_GBps.value_or(0)}}},
          {"rows", rows}};
+  j.update(provenance_json(b.command, b.date));
   if (b.torch) {
     j["torch"] = {{"version", b.torch->torch_version}, {"device", b.torch->device}, {"flags", b.torch->flags}};
   }

@@ -1,13 +1,13 @@
 #include "harness/sim/sim_report.hpp"
 
 #include <cmath>
-#include <ctime>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/provenance.hpp"
 #include "core/step_planner.hpp"
 
 namespace dmuon::simcli {
@@ -58,13 +58,6 @@ std::string with_suffix(const std::string& file, const std::string& suffix) {
   const auto dot = file.rfind('.');
   if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return file + "-" + suffix;
   return file.substr(0, dot) + "-" + suffix + file.substr(dot);
-}
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", std::gmtime(&t));
-  return buf;
 }
 
 ScenarioRun run_scenario(const Scenario& scenario, const std::vector<Strategy>& strategies, const CostModel& cost,
@@ -139,9 +132,7 @@ void print_scaling_table(std::ostream& out, const std::string& key, const std::v
 }
 
 void write_json(const std::string& file, const std::vector<ScenarioRun>& runs, const std::string& command) {
-  nlohmann::json j;
-  j["command"] = command;
-  j["date"] = utc_now();
+  nlohmann::json j = provenance_json(command, utc_now());
   j["runs"] = nlohmann::json::array();
   for (const auto& run : runs) {
     const auto& c = run.scenario.cluster;

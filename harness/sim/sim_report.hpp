@@ -38,7 +38,6 @@ void print_scaling_table(std::ostream& out, const std::string& key, const std::v
 void write_json(const std::string& file, const std::vector<ScenarioRun>& runs, const std::string& command);
 void write_csv(const std::string& file, const std::vector<ScenarioRun>& runs);
 
-std::string utc_now();
 // "out/trace.json" + "dedicated" -> "out/trace-dedicated.json".
 std::string with_suffix(const std::string& file, const std::string& suffix);
 

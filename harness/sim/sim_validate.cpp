@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/file_read.hpp"
+#include "core/provenance.hpp"
 #include "harness/sim/sim_report.hpp"
 #include "sim/strategy_run.hpp"
 
@@ -163,9 +164,9 @@ void print_validation(std::ostream& out, const Validation& v) {
 }
 
 void write_validation_json(const std::string& file, const Validation& v, const std::string& command) {
-  nlohmann::json j = {{"command", command}, {"date", utc_now()}, {"measured_file", v.measured_file},
-                      {"machine", v.machine}, {"scenario", v.scenario_file}, {"mode", v.mode},
-                      {"max_abs_rel_error", v.max_abs_rel_error()}};
+  nlohmann::json j = provenance_json(command, utc_now());
+  j.update({{"measured_file", v.measured_file}, {"machine", v.machine}, {"scenario", v.scenario_file},
+            {"mode", v.mode}, {"max_abs_rel_error", v.max_abs_rel_error()}});
   j["rows"] = nlohmann::json::array();
   for (const auto& r : v.rows) {
     nlohmann::json row = {{"strategy", r.strategy}, {"quantity", r.quantity}, {"unit", r.unit},
