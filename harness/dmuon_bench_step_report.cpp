@@ -8,8 +8,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/chrome_trace.hpp"
 #include "core/error.hpp"
 #include "core/plan_cost.hpp"
+#include "core/provenance.hpp"
 
 namespace dmuon::bench {
 namespace {
@@ -145,8 +147,7 @@ void write_json(const StepReport& report, const std::string& path) {
   j["gpu"] = report.gpu;
   j["world"] = report.world;
   j["scenario"] = report.scenario;
-  j["command"] = report.command;
-  j["date"] = report.date;
+  j.update(provenance_json(report.command, report.date));
   j["launcher"] = report.launcher;
   j["iterations"] = report.iterations;
   j["warmup"] = report.warmup;
@@ -241,7 +242,7 @@ void write_markdown(const StepReport& report, const std::string& path) {
 }
 
 void write_chrome_trace(const StepReport& report, const std::string& path) {
-  nlohmann::json events = nlohmann::json::array();
+  ChromeTrace trace(path, "dmuon-bench step: trace");
   for (std::size_t si = 0; si < report.strategies.size(); ++si) {
     const StrategyResult& s = report.strategies[si];
     double offset = 0;  // the optimizer run starts after the slowest rank's comm phase
@@ -250,34 +251,25 @@ void write_chrome_trace(const StepReport& report, const std::string& path) {
     }
     for (std::size_t k = 0; k < s.ranks.size(); ++k) {
       const int pid = static_cast<int>(si * 100 + k);
-      events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid},
-                        {"args", {{"name", s.strategy + " rank " + std::to_string(k)}}}});
-      for (int tid : {0, 1}) {
-        events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", tid},
-                          {"args", {{"name", tid == 0 ? "compute stream" : "comm stream"}}}});
-      }
+      trace.process_name(pid, s.strategy + " rank " + std::to_string(k));
+      for (int tid : {0, 1}) trace.thread_name(pid, tid, tid == 0 ? "compute stream" : "comm stream");
       auto add = [&](const std::vector<exec::OpSpan>& spans, double base, const char* phase) {
         for (const auto& sp : spans) {
           std::string name = s.op_labels[k][static_cast<std::size_t>(sp.op)];
           if (sp.fused_ops > 1) name += " +" + std::to_string(sp.fused_ops - 1) + " fused";
-          events.push_back({{"name", name}, {"cat", phase}, {"ph", "X"}, {"pid", pid},
-                            {"tid", sp.stream == StreamKind::compute ? 0 : 1},
-                            {"ts", (base + sp.start_seconds) * 1e6},
-                            {"dur", (sp.end_seconds - sp.start_seconds) * 1e6},
-                            {"args", {{"op", sp.op}}}});
+          trace.complete(name, phase, pid, sp.stream == StreamKind::compute ? 0 : 1, (base + sp.start_seconds) * 1e6,
+                         (sp.end_seconds - sp.start_seconds) * 1e6, {{"op", sp.op}});
         }
       };
       add(s.trace_comm_phase[k], 0, "fwd+bwd comm");
       add(s.trace_optimizer[k], offset, "optimizer");
     }
   }
-  nlohmann::json j;
-  j["traceEvents"] = events;
-  j["displayTimeUnit"] = "ms";
-  j["otherData"] = {{"command", report.command}, {"date", report.date}, {"machine", report.machine},
-                    {"note", "one measured iteration per strategy; each rank's times from its own CUDA events, "
-                             "aligned at the barrier before each phase"}};
-  open_out(path) << j.dump() << "\n";
+  nlohmann::json other = provenance_json(report.command, report.date);
+  other.update({{"machine", report.machine},
+                {"note", "one measured iteration per strategy; each rank's times from its own CUDA events, "
+                         "aligned at the barrier before each phase"}});
+  trace.finish(other);
 }
 
 }  // namespace dmuon::bench
