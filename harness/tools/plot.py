@@ -54,9 +54,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 matplotlib.rcParams["svg.hashsalt"] = "dmuon"
 matplotlib.rcParams["font.size"] = 8
 
-STRATEGY_ORDER = ["adamw", "ddp-redundant", "fsdp-gather", "zero1-a2a", "dedicated"]
+STRATEGY_ORDER = ["adamw", "ddp-redundant", "fsdp-gather", "zero1-a2a", "dedicated", "owner-striped"]
 STRATEGY_COLOR = {"adamw": "black", "ddp-redundant": "tab:red", "fsdp-gather": "tab:orange",
-                  "zero1-a2a": "tab:blue", "dedicated": "tab:green"}
+                  "zero1-a2a": "tab:blue", "dedicated": "tab:green", "owner-striped": "tab:purple"}
 DPI = 110
 
 
