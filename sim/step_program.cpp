@@ -17,15 +17,22 @@ namespace {
 
 // The unit of a forward/backward collective: -1 when it spans several units (a DDP bucket is
 // then placed after the last of its units' backward, and never merged).
+// Visits the op's parameters as they come (repeats included, unsorted): whether they share one
+// unit and the lowest unit do not depend on the order, and skipping params_touched's sorted
+// copy matters (three calls per collective and rank).
 int unit_of(const Op& op, const Routing& routing, const ForwardBackwardCost& units, int* latest_backward) {
   int unit = -1, first = 1 << 30;
   bool single = true;
-  for (std::size_t p : params_touched(op, routing)) {
+  auto visit = [&](std::size_t p) {
     const int u = units.unit_of_param[p];
     if (unit >= 0 && u != unit) single = false;
     unit = u;
     first = std::min(first, u);
-  }
+  };
+  for (std::size_t m : op.matrices) visit(routing.muon_matrices[m].param);
+  for (const Region& r : op.regions) visit(r.param);
+  for (const Region& r : op.parts) visit(r.param);
+  for (const Transfer& t : op.transfers) visit(t.from.param);
   *latest_backward = first;  // backward runs units in reverse: the lowest one finishes last
   return single ? unit : -1;
 }
@@ -40,21 +47,23 @@ struct MergeCycle : Error {
 };
 
 // Elements an op's collective touches, as (param, begin, end) intervals.
-std::vector<std::tuple<std::size_t, std::int64_t, std::int64_t>> intervals(const Op& op) {
-  std::vector<std::tuple<std::size_t, std::int64_t, std::int64_t>> out;
+using Intervals = std::vector<std::tuple<std::size_t, std::int64_t, std::int64_t>>;
+void intervals(const Op& op, Intervals& out) {
+  out.clear();
   auto add = [&](const Region& r) { out.emplace_back(r.param, r.offset, r.offset + r.count); };
   for (const Region& r : op.regions) add(r);
   for (const Region& r : op.parts) add(r);
   for (const Transfer& t : op.transfers) add(t.from), add(t.to);
   std::sort(out.begin(), out.end());
-  return out;
 }
 
 // Whether two collectives touch a common element. The Plan orders ops per (parameter, buffer),
 // so two owners' broadcasts of different experts of one MoE stack are ordered although they
 // share no data; only an overlap is a real hazard.
 bool overlap(const Op& a, const Op& b) {
-  const auto x = intervals(a), y = intervals(b);
+  thread_local Intervals x, y;  // reused: asked for every dependency between two collectives
+  intervals(a, x);
+  intervals(b, y);
   std::size_t i = 0, j = 0;
   while (i < x.size() && j < y.size()) {
     const auto& [pa, ba, ea] = x[i];
@@ -115,9 +124,9 @@ std::vector<int> global_positions(int count, const std::set<std::pair<int, int>>
   return position;
 }
 
-int stream_of(OpKind kind, Phase phase, bool run_ahead, bool one_comm_stream) {
+int stream_of(OpKind kind, Phase phase, bool run_ahead, bool one_node, bool one_comm_stream) {
   if (phase == Phase::optimizer || one_comm_stream) return kGatherStream;
-  if (run_ahead) return kBroadcastStream;
+  if (run_ahead) return one_node ? kLocalBroadcastStream : kBroadcastStream;
   return kind == OpKind::all_gather || kind == OpKind::broadcast ? kGatherStream : kReduceStream;
 }
 
@@ -199,7 +208,11 @@ int RankBuilder::merged_index(int rank, const Op& op, int unit) {
     c.call.kind = kind;
     c.call.members = plan_.groups[static_cast<std::size_t>(op.group)].ranks;
     c.phase = op.phase;
-    c.stream = stream_of(op.kind, op.phase, run_ahead, as_is_);
+    const auto& members = plan_.groups[static_cast<std::size_t>(op.group)].ranks;
+    const bool one_node = std::all_of(members.begin(), members.end(), [&](int r) {
+      return plan_.mesh.replica_of(r) == plan_.mesh.replica_of(members.front());
+    });
+    c.stream = stream_of(op.kind, op.phase, run_ahead, one_node, as_is_);
     c.run_ahead = run_ahead;
     c.label = op.label;
     c.group = plan_.groups[static_cast<std::size_t>(op.group)].name;

@@ -37,8 +37,18 @@ namespace dmuon::sim {
 
 // kBroadcastStream: forward collectives that run ahead of the compute (Op::run_ahead, the
 // owners' post-step broadcasts, DMuon's broadcast_stream), kept off the gather stream where
-// FSDP's prefetch-gated all-gathers would hold them back.
-enum SimStream { kComputeStream = 0, kGatherStream = 1, kReduceStream = 2, kBroadcastStream = 3, kStreams = 4 };
+// FSDP's prefetch-gated all-gathers would hold them back; kLocalBroadcastStream: those of them
+// inside one node (owner-striped's scatter and all-gather), so that one bucket's all-gather on
+// NVLink overlaps the next bucket's broadcast on the NICs, as two NCCL communicators on two
+// streams do.
+enum SimStream {
+  kComputeStream = 0,
+  kGatherStream = 1,
+  kReduceStream = 2,
+  kBroadcastStream = 3,
+  kLocalBroadcastStream = 4,
+  kStreams = 5
+};
 
 struct SimOp {
   int stream = kComputeStream;

@@ -7,7 +7,7 @@ namespace dmuon::sim {
 void write_chrome_trace(const std::string& file, const StepProgram& program, const std::vector<std::vector<double>>& start,
                         const std::vector<std::vector<double>>& end, int gpus_per_node, int nodes) {
   ChromeTrace trace(file, "--trace");
-  static const char* kStreamNames[kStreams] = {"compute", "gather", "reduce", "broadcast"};
+  static const char* kStreamNames[kStreams] = {"compute", "gather", "reduce", "broadcast", "broadcast-local"};
   for (std::size_t r = 0; r < program.ranks.size(); ++r) {
     const int node = static_cast<int>(r) / gpus_per_node, gpu = static_cast<int>(r) % gpus_per_node;
     if (nodes > 0 && node >= nodes) break;

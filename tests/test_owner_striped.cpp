@@ -220,15 +220,20 @@ TEST_CASE("run-ahead broadcasts start with the step on their own stream; one lau
   const sim::StepProgram prog =
       sim::build_step_program(sp.plan, s.model, routing, s.optimizer, sim::scenario_cost_model(s), s.training);
   int run_ahead = 0;
+  std::set<int> streams;
   for (const auto& ops : prog.ranks) {
     for (const auto& op : ops) {
       if (op.collective < 0 || !prog.collectives[static_cast<std::size_t>(op.collective)].run_ahead) continue;
       ++run_ahead;
-      CHECK(op.stream == sim::kBroadcastStream);
+      // Across nodes on the broadcast stream, inside a node on the local one.
+      const bool one_node = prog.collectives[static_cast<std::size_t>(op.collective)].group.rfind("shard", 0) == 0;
+      CHECK(op.stream == (one_node ? sim::kLocalBroadcastStream : sim::kBroadcastStream));
+      streams.insert(op.stream);
       for (int d : op.deps) CHECK(ops[static_cast<std::size_t>(d)].collective >= 0);
     }
   }
   CHECK(run_ahead > 0);
+  CHECK(streams.size() == 2);
   std::set<int> buckets;
   for (const Op& op : sp.plan.ranks[0]) {
     if (op.bucket >= 0 && op.phase == Phase::forward) buckets.insert(op.bucket);
