@@ -1,7 +1,6 @@
 // Plan::validate: structural checks that every executor relies on.
 #include <algorithm>
 #include <deque>
-#include <map>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -50,26 +49,54 @@ bool same_collective(const Op& a, const Op& b) {
 }
 
 // Every member of the group has exactly one op with the id, all describing the same collective,
-// and every member issues the group's collectives in the same order.
+// and every member issues the group's collectives in the same order. Flat tables rather than
+// maps (a Plan at 1,024 GPUs holds millions of collective ops): uses by id in one array
+// (counting sort, ranks ascending as before), and per group each member's ids in order.
 void check_collectives_match(const Plan& plan) {
-  std::map<std::int64_t, std::vector<std::pair<int, int>>> by_id;  // id -> (rank, op index)
-  std::vector<std::map<int, std::vector<std::int64_t>>> order(plan.groups.size());  // group -> rank -> ids
+  std::int64_t max_id = -1;
+  std::size_t uses_total = 0;
   for (int r = 0; r < static_cast<int>(plan.ranks.size()); ++r) {
     const auto& ops = plan.ranks[static_cast<std::size_t>(r)];
     for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
       const Op& op = ops[static_cast<std::size_t>(i)];
       if (!is_collective(op.kind)) continue;
       if (op.collective < 0) fail(describe(plan, r, i) + ": collective without id");
-      by_id[op.collective].push_back({r, i});
-      order[static_cast<std::size_t>(op.group)][r].push_back(op.collective);
+      max_id = std::max(max_id, op.collective);
+      ++uses_total;
     }
   }
-  for (const auto& [id, uses] : by_id) {
-    const auto& [r0, i0] = uses.front();
+  // Ids are the builders' counters, dense from 0; sparse ones would only cost memory here.
+  std::vector<std::size_t> first_use(static_cast<std::size_t>(max_id + 2), 0);
+  std::vector<std::pair<int, int>> uses(uses_total);  // (rank, op index), grouped by id
+  // order[g]: (rank, that rank's ids in the group, in issue order), ranks ascending.
+  std::vector<std::vector<std::pair<int, std::vector<std::int64_t>>>> order(plan.groups.size());
+  for (const auto& ops : plan.ranks) {
+    for (const Op& op : ops) {
+      if (is_collective(op.kind)) ++first_use[static_cast<std::size_t>(op.collective) + 1];
+    }
+  }
+  for (std::size_t k = 1; k < first_use.size(); ++k) first_use[k] += first_use[k - 1];
+  std::vector<std::size_t> fill(first_use.begin(), first_use.end() - 1);
+  for (int r = 0; r < static_cast<int>(plan.ranks.size()); ++r) {
+    const auto& ops = plan.ranks[static_cast<std::size_t>(r)];
+    for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+      const Op& op = ops[static_cast<std::size_t>(i)];
+      if (!is_collective(op.kind)) continue;
+      uses[fill[static_cast<std::size_t>(op.collective)]++] = {r, i};
+      auto& lists = order[static_cast<std::size_t>(op.group)];
+      if (lists.empty() || lists.back().first != r) lists.push_back({r, {}});
+      lists.back().second.push_back(op.collective);
+    }
+  }
+  std::vector<int> seen;
+  for (std::size_t id = 0; id + 1 < first_use.size(); ++id) {
+    if (first_use[id] == first_use[id + 1]) continue;  // no op carries this id
+    const auto [r0, i0] = uses[first_use[id]];
     const Op& first = plan.ranks[static_cast<std::size_t>(r0)][static_cast<std::size_t>(i0)];
     const auto& members = plan.groups[static_cast<std::size_t>(first.group)].ranks;
-    std::vector<int> seen;
-    for (const auto& [r, i] : uses) {
+    seen.clear();
+    for (std::size_t k = first_use[id]; k < first_use[id + 1]; ++k) {
+      const auto [r, i] = uses[k];
       const Op& op = plan.ranks[static_cast<std::size_t>(r)][static_cast<std::size_t>(i)];
       if (!same_collective(first, op)) {
         fail(describe(plan, r, i) + " does not match " + describe(plan, r0, i0) + " (kind, group, root, buffer or sizes differ)");
@@ -86,15 +113,11 @@ void check_collectives_match(const Plan& plan) {
     if (seen.size() != members.size()) fail(describe(plan, r0, i0) + " is issued more than once on a rank");
   }
   for (std::size_t g = 0; g < order.size(); ++g) {
-    const std::vector<std::int64_t>* reference = nullptr;
-    int reference_rank = -1;
-    for (const auto& [rank, ids] : order[g]) {
-      if (!reference) {
-        reference = &ids;
-        reference_rank = rank;
-      } else if (ids != *reference) {
-        fail("group '" + plan.groups[g].name + "': rank " + std::to_string(rank) + " issues its collectives in a different order than rank " +
-             std::to_string(reference_rank));
+    const auto& lists = order[g];
+    for (std::size_t k = 1; k < lists.size(); ++k) {
+      if (lists[k].second != lists.front().second) {
+        fail("group '" + plan.groups[g].name + "': rank " + std::to_string(lists[k].first) +
+             " issues its collectives in a different order than rank " + std::to_string(lists.front().first));
       }
     }
   }
@@ -104,7 +127,11 @@ void check_collectives_match(const Plan& plan) {
 void check_no_deadlock(const Plan& plan) {
   const int world = static_cast<int>(plan.ranks.size());
   std::vector<std::size_t> next(static_cast<std::size_t>(world), 0);
-  std::map<std::int64_t, int> arrived;
+  std::int64_t max_id = -1;  // ids are dense from 0 (check_collectives_match ran first)
+  for (const auto& ops : plan.ranks) {
+    for (const Op& op : ops) max_id = std::max(max_id, op.collective);
+  }
+  std::vector<int> arrived(static_cast<std::size_t>(max_id + 1), 0);
   std::deque<int> ready;
   for (int r = 0; r < world; ++r) ready.push_back(r);
   while (!ready.empty()) {
@@ -116,7 +143,7 @@ void check_no_deadlock(const Plan& plan) {
     if (i == ops.size()) continue;
     const Op& op = ops[i];
     const auto& members = plan.groups[static_cast<std::size_t>(op.group)].ranks;
-    if (++arrived[op.collective] < static_cast<int>(members.size())) continue;
+    if (++arrived[static_cast<std::size_t>(op.collective)] < static_cast<int>(members.size())) continue;
     for (int m : members) {
       ++next[static_cast<std::size_t>(m)];
       ready.push_back(m);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/error.hpp"
+
 namespace dmuon {
 
 PlanWriter::PlanWriter(Strategy strategy, const ModelSpec& model, const Routing& routing, const Mesh& mesh)
@@ -9,6 +11,7 @@ PlanWriter::PlanWriter(Strategy strategy, const ModelSpec& model, const Routing&
   plan_.strategy = strategy;
   plan_.mesh = mesh;
   plan_.ranks.resize(static_cast<std::size_t>(mesh.world()));
+  last_writer_.resize(static_cast<std::size_t>(mesh.world()));
   std::vector<int> all;
   for (int r = 0; r < mesh.world(); ++r) all.push_back(r);
   plan_.groups.push_back({"world", all});
@@ -20,55 +23,94 @@ PlanWriter::PlanWriter(Strategy strategy, const ModelSpec& model, const Routing&
   }
 }
 
-std::vector<BufferKind> buffers_read(const Op& op) {
+namespace {
+
+// The buffers an op reads (first `read`) and then writes, without allocating: the writer asks
+// once per op and rank.
+struct BufferSet {
+  BufferKind kinds[kBufferKinds];
+  int read = 0, count = 0;
+};
+
+BufferSet buffer_set(const Op& op) {
+  using B = BufferKind;
   switch (op.kind) {
-    case OpKind::momentum: return {BufferKind::grad, BufferKind::momentum};
-    case OpKind::newton_schulz: return {BufferKind::ns_input};
-    case OpKind::muon_update: return {BufferKind::ns_output, BufferKind::param};
-    case OpKind::adamw: return {BufferKind::grad, BufferKind::param, BufferKind::adam_m, BufferKind::adam_v};
-    default: return {op.buffer};
+    case OpKind::momentum: return {{B::grad, B::momentum, B::momentum, B::ns_input}, 2, 4};
+    case OpKind::newton_schulz: return {{B::ns_input, B::ns_output}, 1, 2};
+    case OpKind::muon_update: return {{B::ns_output, B::param, B::param}, 2, 3};
+    case OpKind::adamw: return {{B::grad, B::param, B::adam_m, B::adam_v, B::param, B::adam_m, B::adam_v}, 4, 7};
+    default: return {{op.buffer, op.buffer}, 1, 2};
   }
 }
 
-std::vector<BufferKind> buffers_written(const Op& op) {
-  switch (op.kind) {
-    case OpKind::momentum: return {BufferKind::momentum, BufferKind::ns_input};
-    case OpKind::newton_schulz: return {BufferKind::ns_output};
-    case OpKind::muon_update: return {BufferKind::param};
-    case OpKind::adamw: return {BufferKind::param, BufferKind::adam_m, BufferKind::adam_v};
-    default: return {op.buffer};
+void for_each_written(const BufferSet& set, auto&& f) {
+  for (int k = set.read; k < set.count; ++k) f(set.kinds[k]);
+}
+
+void params_touched_into(const Op& op, const Routing& routing, std::size_t params, std::vector<std::size_t>& out) {
+  out.clear();
+  // An all-to-all's transfers or a gather's parts mostly name one parameter over and over:
+  // skipping a repeat of the previous one keeps the sort short (the result is the same).
+  auto add = [&](std::size_t p) {
+    if (out.empty() || out.back() != p) out.push_back(p);
+  };
+  for (std::size_t m : op.matrices) add(routing.muon_matrices[m].param);
+  for (const Region& r : op.regions) add(r.param);
+  for (const Region& r : op.parts) add(r.param);
+  for (const Transfer& t : op.transfers) add(t.from.param);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  if (!out.empty() && out.back() >= params) {
+    throw Error("plan: op '" + op.label + "' names parameter " + std::to_string(out.back()) + " of a model with " +
+                std::to_string(params));
   }
+}
+
+}  // namespace
+
+std::vector<BufferKind> buffers_read(const Op& op) {
+  const BufferSet set = buffer_set(op);
+  return std::vector<BufferKind>(set.kinds, set.kinds + set.read);
+}
+
+std::vector<BufferKind> buffers_written(const Op& op) {
+  std::vector<BufferKind> out;
+  for_each_written(buffer_set(op), [&](BufferKind b) { out.push_back(b); });
+  return out;
 }
 
 std::vector<std::size_t> params_touched(const Op& op, const Routing& routing) {
   std::vector<std::size_t> out;
-  for (std::size_t m : op.matrices) out.push_back(routing.muon_matrices[m].param);
-  for (const Region& r : op.regions) out.push_back(r.param);
-  for (const Region& r : op.parts) out.push_back(r.param);
-  for (const Transfer& t : op.transfers) out.push_back(t.from.param);
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
+  params_touched_into(op, routing, static_cast<std::size_t>(-1), out);
   return out;
 }
 
-std::vector<int> PlanWriter::dependencies(int rank, const Op& op) const {
+std::vector<int> PlanWriter::dependencies(int rank, const Op& op) {
   std::vector<int> deps;
-  for (std::size_t p : params_touched(op, routing_)) {
-    auto kinds = buffers_read(op);
-    for (BufferKind b : buffers_written(op)) kinds.push_back(b);  // also order writes after writes
-    for (BufferKind b : kinds) {
-      auto it = last_writer_.find({rank, p, b});
-      if (it != last_writer_.end()) deps.push_back(it->second);
-    }
+  params_touched_into(op, routing_, model_.params.size(), touched_);
+  const auto& table = last_writer_[static_cast<std::size_t>(rank)];
+  if (table.empty()) return deps;  // nothing written on this rank yet
+  const BufferSet set = buffer_set(op);
+  for (std::size_t p : touched_) {
+    auto add = [&](BufferKind b) {  // reads, and writes too: writes are ordered after writes
+      const int w = table[p * kBufferKinds + static_cast<std::size_t>(b)];
+      if (w >= 0) deps.push_back(w);
+    };
+    for (int k = 0; k < set.read; ++k) add(set.kinds[k]);
+    for_each_written(set, add);
   }
   std::sort(deps.begin(), deps.end());
   deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
   return deps;
 }
 
+// Uses touched_ as dependencies() left it for the same op.
 void PlanWriter::record_writes(int rank, const Op& op, int index) {
-  for (std::size_t p : params_touched(op, routing_)) {
-    for (BufferKind b : buffers_written(op)) last_writer_[{rank, p, b}] = index;
+  auto& table = last_writer_[static_cast<std::size_t>(rank)];
+  if (table.empty()) table.assign(model_.params.size() * kBufferKinds, -1);
+  const BufferSet set = buffer_set(op);
+  for (std::size_t p : touched_) {
+    for_each_written(set, [&](BufferKind b) { table[p * kBufferKinds + static_cast<std::size_t>(b)] = index; });
   }
 }
 
