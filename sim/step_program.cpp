@@ -179,6 +179,14 @@ class RankBuilder {
   std::vector<Entries> fwd_, bwd_;
   std::vector<int> optimizer_ops_;
   std::vector<int> sim_of_;
+  std::vector<std::pair<int, int>> op_unit_;  // classify's scratch: per plan op, unit_of and its latest_backward
+  // What classify found for each rank in the collecting pass, moved back in the second: the
+  // same result (merged_index only creates collectives on first sight), computed once.
+  struct Classified {
+    std::vector<Entries> fwd, bwd;
+    std::vector<int> optimizer_ops;
+  };
+  std::vector<Classified> classified_;
 
  public:
   // Shared across ranks: merge key -> collective index; plan collective id -> merged index;
@@ -253,10 +261,13 @@ void RankBuilder::classify(int rank) {
   // A bucket's launches belong to its first unit: its forward compute needs them, and in the
   // backward, which runs units in reverse, that unit's gradients are the bucket's last.
   std::map<int, int> bucket_unit;
-  for (const Op& op : plan_ops) {
-    if (op.bucket < 0 || op.phase == Phase::optimizer || as_is_) continue;
-    int first = 0;
-    unit_of(op, routing_, units_, &first);
+  op_unit_.assign(plan_ops.size(), {-1, 0});
+  for (std::size_t i = 0; i < plan_ops.size(); ++i) {
+    const Op& op = plan_ops[i];
+    if (op.phase == Phase::optimizer || as_is_) continue;
+    auto& [unit, first] = op_unit_[i];
+    unit = unit_of(op, routing_, units_, &first);
+    if (op.bucket < 0) continue;
     auto [it, fresh] = bucket_unit.emplace(op.bucket, first);
     if (!fresh) it->second = std::min(it->second, first);
   }
@@ -267,8 +278,7 @@ void RankBuilder::classify(int rank) {
       continue;
     }
     if (!is_collective(op.kind)) throw Error("sim: rank " + std::to_string(rank) + " op '" + op.label + "': compute outside the optimizer phase");
-    int last = 0;
-    int unit = unit_of(op, routing_, units_, &last);
+    auto [unit, last] = op_unit_[i];
     if (op.bucket >= 0) unit = last = bucket_unit.at(op.bucket);
     const int c = merged_index(rank, op, unit);
     auto& list = (op.phase == Phase::forward ? fwd_ : bwd_)[static_cast<std::size_t>(unit >= 0 ? unit : last)];
@@ -357,12 +367,23 @@ std::vector<SimOp> RankBuilder::build(int rank, const std::vector<NsTime>& compu
   ops_.clear();
   rank_ = rank;
   const auto& plan_ops = plan_.ranks[static_cast<std::size_t>(rank)];
-  classify(rank);
+  const auto r = static_cast<std::size_t>(rank);
   if (collecting) {
+    classify(rank);
     for (auto* lists : {&fwd_, &bwd_}) {
       for (const auto& list : *lists) collect_edges(list, plan_ops, edges);
     }
+    if (classified_.size() <= r) classified_.resize(plan_.ranks.size());
+    classified_[r] = {std::move(fwd_), std::move(bwd_), std::move(optimizer_ops_)};
     return {};
+  }
+  if (r < classified_.size()) {
+    fwd_ = std::move(classified_[r].fwd);
+    bwd_ = std::move(classified_[r].bwd);
+    optimizer_ops_ = std::move(classified_[r].optimizer_ops);
+    classified_[r] = {};
+  } else {
+    classify(rank);
   }
   for (auto* lists : {&fwd_, &bwd_}) {
     for (auto& list : *lists) {
