@@ -59,7 +59,7 @@ class PlanWriter {
   std::vector<std::size_t> touched_;  // scratch: the parameters of the op being added
 };
 
-inline constexpr int kBufferKinds = 7;  // BufferKind's values
+inline constexpr int kBufferKinds = static_cast<int>(BufferKind::adam_v) + 1;  // BufferKind's values
 
 // Buffers an op reads and writes (for dependency tracking and executors).
 std::vector<BufferKind> buffers_read(const Op& op);
