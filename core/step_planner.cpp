@@ -1,14 +1,18 @@
 #include "core/step_planner.hpp"
 
+#include <cstdio>
 #include <limits>
 #include <string>
 
 #include "core/error.hpp"
+#include "core/memory_model.hpp"
 #include "core/owner_columns.hpp"
 #include "core/plan_cost.hpp"
 
 namespace dmuon {
 namespace {
+
+constexpr double kGiB = 1024.0 * 1024 * 1024;
 
 int checked_int(std::int64_t value, const std::string& key) {
   if (value < 1 || value > std::numeric_limits<int>::max()) {
@@ -70,6 +74,25 @@ StepPlan plan_step(const ModelSpec& model, const Routing& routing, const Optimiz
     owner = out.assignment->owner_of_matrix;
   }
   out.plan = build_plan(strategy, model, routing, mesh, owner, options.plan);
+  if (options.memory_limit && t.rail_striped && options.plan.striped_run_ahead) {
+    const auto& limit = *options.memory_limit;
+    const double with = memory_per_gpu(out.plan, model, routing, limit.training).total_bytes() / kGiB;
+    if (with > limit.gpu_memory_GiB) {
+      PlanOptions without_run_ahead = options.plan;
+      without_run_ahead.striped_run_ahead = false;
+      Plan other = build_plan(strategy, model, routing, mesh, owner, without_run_ahead);
+      const double without = memory_per_gpu(other, model, routing, limit.training).total_bytes() / kGiB;
+      if (without <= limit.gpu_memory_GiB) {
+        char buf[200];
+        std::snprintf(buf, sizeof buf,
+                      "run-ahead off: with it a GPU needs %.1f GiB (a bf16 replica of every Muon matrix), over "
+                      "cluster.gpu_memory_GiB %.4g; without it %.1f GiB",
+                      with, limit.gpu_memory_GiB, without);
+        out.note = buf;
+        out.plan = std::move(other);
+      }
+    }
+  }
   out.plan.validate(model, routing);
   annotate_plan(out.plan, model, routing, optimizer);
   return out;

@@ -32,6 +32,14 @@ struct StepPlanOptions {
   bool balance_shard_columns = true;
   // Bytes each rank may hold as a dedicated owner; none = unlimited.
   std::optional<double> owner_memory_capacity_bytes;
+  // owner-striped's run-ahead broadcasts leave a bf16 replica of every Muon matrix on every GPU
+  // (core/memory_model). With a limit, a Plan whose replica would not fit while the same Plan
+  // without run-ahead does is planned without it, and StepPlan::note says so. None: no limit.
+  struct MemoryLimit {
+    TrainingSpec training;  // the memory model's activations
+    double gpu_memory_GiB = 0;
+  };
+  std::optional<MemoryLimit> memory_limit;
 };
 
 struct StepPlan {
@@ -40,6 +48,7 @@ struct StepPlan {
   Plan plan;
   // dedicated: over all ranks; zero1-a2a: over the shard indices of one replica. Empty otherwise.
   std::optional<Assignment> assignment;
+  std::string note;  // a planner decision the user should know of (empty: none)
 };
 
 // One node: a 1-D mesh of its GPUs. Several nodes: HSDP, replicate = nodes, shard = GPUs per

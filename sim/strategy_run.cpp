@@ -40,6 +40,7 @@ json run_here(const Scenario& scenario, Strategy strategy, const CostModel& cost
   }
   if (scenario.planner.striped_run_ahead) plan_options.plan.striped_run_ahead = *scenario.planner.striped_run_ahead;
   if (const auto& from = scenario.planner.striped_all_reduce_from_nodes) plan_options.plan.striped_all_reduce_from_nodes = *from;
+  if (options.check_memory) plan_options.memory_limit = StepPlanOptions::MemoryLimit{scenario.training, scenario.cluster.gpu_memory_GiB};
   auto* step = new StepPlan(plan_step(scenario.model, routing, scenario.optimizer, strategy, mesh, cost, plan_options));
   const MemoryBreakdown memory = memory_per_gpu(step->plan, scenario.model, routing, scenario.training);
   if (options.check_memory) check_fits(strategy, memory, scenario.cluster.gpu_memory_GiB);
@@ -52,6 +53,7 @@ json run_here(const Scenario& scenario, Strategy strategy, const CostModel& cost
             {"optimizer_source", program->optimizer_source + (program->launches_note.empty() ? "" : "; " + program->launches_note)},
             {"fwd_bwd_compute_s", program->fwd_bwd_compute_s}};
   if (step->assignment) j["assignment_imbalance"] = step->assignment->imbalance();
+  if (!step->note.empty()) j["plan_note"] = step->note;
   j["outcome"] = outcome_to_json(simulate_in_process(*program, scenario.cluster, options.sim));
   return j;
 }
@@ -65,6 +67,7 @@ StrategyResult result_from(const json& j, Strategy strategy) {
   r.plan_wall_s = j.at("plan_wall_s");
   r.compute_source = j.at("compute_source");
   r.optimizer_source = j.at("optimizer_source");
+  if (j.contains("plan_note")) r.plan_note = j.at("plan_note");
   r.fwd_bwd_compute_s = j.at("fwd_bwd_compute_s");
   r.outcome = outcome_from_json(j.at("outcome").get<std::string>());
   const SimOutcome& o = r.outcome;

@@ -32,6 +32,7 @@ struct StrategyResult {
   std::map<std::string, double> source_shares;
   SimOutcome outcome;
   double plan_wall_s = 0;        // host seconds planning took
+  std::string plan_note;         // StepPlan::note: a planner decision (empty: none)
 };
 
 struct RunOptions {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "catch_compat.hpp"
+#include "core/memory_model.hpp"
 #include "core/plan_builders.hpp"
 #include "core/routing.hpp"
 #include "core/scenario.hpp"
@@ -261,4 +262,45 @@ TEST_CASE("a scenario's planner section sets owner-striped's knobs, strictly", "
     CHECK_THROWS_WITH(parse_scenario(head + "planner: {striped_all_reduce_from_nodes: " + bad + "}\n", "p.yaml"),
                       Catch::Contains("striped_all_reduce_from_nodes"));
   }
+}
+
+TEST_CASE("the planner turns run-ahead off when its replica does not fit, and says so", "[sim][striped]") {
+  const std::string text =
+      "name: tight\n"
+      "model:\n  name: small\n  transformer: {hidden: 1024, layers: 8, heads: 8, kv_heads: 2, ffn: 4096, vocab: 4096}\n"
+      "optimizer: {preset: dmuon}\n"
+      "cluster:\n  nodes: 2\n  gpus_per_node: 4\n  gpu: h100-sxm\n  gpu_memory_GiB: MEM\n"
+      "  nvlink: {bw_GBps: 450, latency_us: 3.4, efficiency: 0.82}\n"
+      "  network: {nics_per_node: 4, nic_bw_Gbps: 400, latency_us: 14, efficiency: 0.96}\n"
+      "training: {seq_len: 1024, micro_batch: 1, mfu: 0.4, peak_tflops: 989}\n";
+  auto with_memory = [&](double GiB) {
+    std::string t = text;
+    t.replace(t.find("MEM"), 3, std::to_string(GiB));
+    return parse_scenario(t, "tight.yaml");
+  };
+  const Scenario roomy = with_memory(80);
+  const Routing routing = route_parameters(roomy.model, roomy.routing);
+  const Mesh mesh = mesh_for_cluster(roomy.cluster);
+  const CostModel cost = sim::scenario_cost_model(roomy);
+  auto gib = [&](bool run_ahead) {
+    StepPlanOptions o;
+    o.plan.striped_run_ahead = run_ahead;
+    const StepPlan sp = plan_step(roomy.model, routing, roomy.optimizer, Strategy::owner_striped, mesh, cost, o);
+    return memory_per_gpu(sp.plan, roomy.model, routing, roomy.training).total_bytes() / double(1 << 30);
+  };
+  const double with = gib(true), without = gib(false);
+  REQUIRE(with > without);
+  // Roomy: run-ahead stays, no note.
+  const auto a = sim::run_strategy(roomy, Strategy::owner_striped, cost, {});
+  CHECK(a.plan_note.empty());
+  CHECK(a.memory.total_bytes() / double(1 << 30) == Approx(with));
+  // Between the two: planned without run-ahead, simulated, and the note names the field.
+  const Scenario tight = with_memory((with + without) / 2);
+  const auto b = sim::run_strategy(tight, Strategy::owner_striped, cost, {});
+  CHECK(b.plan_note.find("run-ahead off") != std::string::npos);
+  CHECK(b.plan_note.find("cluster.gpu_memory_GiB") != std::string::npos);
+  CHECK(b.memory.total_bytes() / double(1 << 30) == Approx(without));
+  // Below both: still refused with the usual message.
+  CHECK_THROWS_WITH(sim::run_strategy(with_memory(without / 2), Strategy::owner_striped, cost, {}),
+                    Catch::Contains("cluster.gpu_memory_GiB"));
 }

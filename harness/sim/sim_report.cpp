@@ -103,6 +103,9 @@ void print_table(std::ostream& out, const ScenarioRun& run) {
         << ms(r.optimizer_s) << std::setw(10) << ms(r.step_s) << std::setw(10) << (adamw ? delta.str() : "-")
         << std::setw(12) << gib.str() << std::setw(11) << imb.str() << std::setw(9) << wall.str() << "\n";
   }
+  for (const auto& row : run.rows) {
+    if (row.result && !row.result->plan_note.empty()) out << "  " << to_string(row.strategy) << ": " << row.result->plan_note << "\n";
+  }
   print_source_shares(out, run);
 }
 
@@ -151,6 +154,7 @@ void write_json(const std::string& file, const std::vector<ScenarioRun>& runs, c
                   {"exposed_comm_seconds", x.exposed_comm_s}, {"optimizer_seconds", x.optimizer_s},
                   {"step_seconds", x.step_s}, {"owner_imbalance", x.owner_imbalance},
                   {"compute_source", x.compute_source}, {"optimizer_source", x.optimizer_source},
+                  {"plan_note", x.plan_note},
                   {"time_share_by_source", x.source_shares},
                   {"memory_GiB_per_gpu", {{"master", x.memory.master_bytes / kGiB}, {"grads", x.memory.grad_bytes / kGiB},
                                           {"optimizer_state", x.memory.state_bytes / kGiB},
