@@ -9,7 +9,6 @@
 namespace dmuon {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024 * 1024;
 
 // What the Plan does that decides where parameters live.
 struct PlanFacts {
@@ -142,8 +141,8 @@ std::string describe(const MemoryBreakdown& m) {
 }
 
 void check_fits(Strategy strategy, const MemoryBreakdown& m, double gpu_memory_GiB) {
-  const double need_GiB = m.total_bytes() / kGiB;
-  if (need_GiB <= gpu_memory_GiB) return;
+  if (m.fits(gpu_memory_GiB)) return;
+  const double need_GiB = m.total_GiB();
   char buf[120];
   std::snprintf(buf, sizeof buf, " needs %.2f GiB per GPU (", need_GiB);
   std::string msg = "strategy " + std::string(to_string(strategy)) + buf + describe(m);

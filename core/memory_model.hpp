@@ -19,6 +19,8 @@
 
 namespace dmuon {
 
+inline constexpr double kGiB = 1024.0 * 1024 * 1024;
+
 struct MemoryBreakdown {
   double master_bytes = 0;     // fp32 parameters this GPU keeps (shards, replicas or owned)
   double grad_bytes = 0;       // fp32 gradients it keeps
@@ -26,6 +28,8 @@ struct MemoryBreakdown {
   double transient_bytes = 0;  // unsharded bf16 blocks, broadcast/gather buffers, NS workspace
   double activation_bytes = 0;
   double total_bytes() const { return master_bytes + grad_bytes + state_bytes + transient_bytes + activation_bytes; }
+  double total_GiB() const { return total_bytes() / kGiB; }
+  bool fits(double gpu_memory_GiB) const { return total_GiB() <= gpu_memory_GiB; }
 };
 
 // The busiest GPU's memory for the Plan's step.

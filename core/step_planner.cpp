@@ -12,8 +12,6 @@
 namespace dmuon {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024 * 1024;
-
 int checked_int(std::int64_t value, const std::string& key) {
   if (value < 1 || value > std::numeric_limits<int>::max()) {
     throw Error(key + ": must be in [1, " + std::to_string(std::numeric_limits<int>::max()) + "], got " +
@@ -76,18 +74,18 @@ StepPlan plan_step(const ModelSpec& model, const Routing& routing, const Optimiz
   out.plan = build_plan(strategy, model, routing, mesh, owner, options.plan);
   if (options.memory_limit && t.rail_striped && options.plan.striped_run_ahead) {
     const auto& limit = *options.memory_limit;
-    const double with = memory_per_gpu(out.plan, model, routing, limit.training).total_bytes() / kGiB;
-    if (with > limit.gpu_memory_GiB) {
+    const MemoryBreakdown with = memory_per_gpu(out.plan, model, routing, limit.training);
+    if (!with.fits(limit.gpu_memory_GiB)) {
       PlanOptions without_run_ahead = options.plan;
       without_run_ahead.striped_run_ahead = false;
       Plan other = build_plan(strategy, model, routing, mesh, owner, without_run_ahead);
-      const double without = memory_per_gpu(other, model, routing, limit.training).total_bytes() / kGiB;
-      if (without <= limit.gpu_memory_GiB) {
+      const MemoryBreakdown without = memory_per_gpu(other, model, routing, limit.training);
+      if (without.fits(limit.gpu_memory_GiB)) {
         char buf[200];
         std::snprintf(buf, sizeof buf,
                       "run-ahead off: with it a GPU needs %.1f GiB (a bf16 replica of every Muon matrix), over "
                       "cluster.gpu_memory_GiB %.4g; without it %.1f GiB",
-                      with, limit.gpu_memory_GiB, without);
+                      with.total_GiB(), limit.gpu_memory_GiB, without.total_GiB());
         out.note = buf;
         out.plan = std::move(other);
       }

@@ -14,6 +14,14 @@ struct Stage {
   bool via_all_reduce = false;
 };
 
+// Appends chunk s of each region that has one (rail s's share of an owner's matrices).
+void append_chunks(const std::vector<Region>& regions, int shards, int s, std::vector<Region>& out) {
+  for (const Region& region : regions) {
+    const Region chunk = stripe_chunk(region, shards, s);
+    if (chunk.count > 0) out.push_back(chunk);
+  }
+}
+
 Op collective_op(OpKind kind, const Stage& stage, const std::string& label) {
   Op op;
   const bool forward = stage.forward;
@@ -61,12 +69,7 @@ void across_rails(PlanWriter& w, const std::map<int, std::vector<Region>>& owner
   if (!forward && stage.via_all_reduce) {  // one rootless all-reduce per rail for every owner
     for (int s = 0; s < mesh.shard; ++s) {
       Op op = collective_op(OpKind::all_reduce, stage, label);
-      for (const auto& [owner, regions] : owners) {
-        for (const Region& region : regions) {
-          const Region chunk = stripe_chunk(region, mesh.shard, s);
-          if (chunk.count > 0) op.regions.push_back(chunk);
-        }
-      }
+      for (const auto& [owner, regions] : owners) append_chunks(regions, mesh.shard, s, op.regions);
       if (!op.regions.empty()) w.collective(w.replicate_group(s), std::move(op));
     }
     return;
@@ -76,10 +79,7 @@ void across_rails(PlanWriter& w, const std::map<int, std::vector<Region>>& owner
       Op op = collective_op(forward ? OpKind::broadcast : OpKind::reduce, stage, label);
       op.root = mesh.rank(mesh.replica_of(owner), s);
       op.via_all_reduce = stage.via_all_reduce;
-      for (const Region& region : regions) {
-        const Region chunk = stripe_chunk(region, mesh.shard, s);
-        if (chunk.count > 0) op.regions.push_back(chunk);
-      }
+      append_chunks(regions, mesh.shard, s, op.regions);
       if (!op.regions.empty()) w.collective(w.replicate_group(s), std::move(op));
     }
   }

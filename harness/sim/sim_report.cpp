@@ -13,7 +13,6 @@
 namespace dmuon::simcli {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024 * 1024;
 
 const sim::StrategyResult* find(const ScenarioRun& run, Strategy s) {
   for (const auto& row : run.rows) {
@@ -97,7 +96,7 @@ void print_table(std::ostream& out, const ScenarioRun& run) {
     if (adamw) delta << std::showpos << std::fixed << std::setprecision(1) << (r.step_s / adamw->step_s - 1) * 100 << "%";
     std::ostringstream imb, gib, wall;
     imb << std::fixed << std::setprecision(3) << r.owner_imbalance;
-    gib << std::fixed << std::setprecision(1) << r.memory.total_bytes() / kGiB;
+    gib << std::fixed << std::setprecision(1) << r.memory.total_GiB();
     wall << std::fixed << std::setprecision(2) << r.outcome.wall_s + r.plan_wall_s;
     out << std::setw(11) << ms(r.fwd_bwd_s) << std::setw(13) << ms(r.exposed_comm_s) << std::setw(13)
         << ms(r.optimizer_s) << std::setw(10) << ms(r.step_s) << std::setw(10) << (adamw ? delta.str() : "-")
@@ -116,9 +115,10 @@ void print_scaling_table(std::ostream& out, const std::string& key, const std::v
   for (const auto& row : runs.front().rows) {
     if (traits(row.strategy).ns_ranks == NsRanks::owner) owners.push_back(row.strategy);
   }
+  auto delta_width = [](Strategy s) { return std::max<int>(12, static_cast<int>(to_string(s).size()) + 10); };
   out << "scaling over " << key << " (step ms; owner strategies vs adamw)\n" << std::left << std::setw(14) << key << std::right;
   for (const auto& row : runs.front().rows) out << std::setw(15) << to_string(row.strategy);
-  for (Strategy s : owners) out << std::setw(std::max<int>(12, static_cast<int>(to_string(s).size()) + 10)) << std::string(to_string(s)) + " vs adamw";
+  for (Strategy s : owners) out << std::setw(delta_width(s)) << std::string(to_string(s)) + " vs adamw";
   out << "\n";
   for (const auto& run : runs) {
     out << std::left << std::setw(14) << run.label << std::right;
@@ -128,7 +128,7 @@ void print_scaling_table(std::ostream& out, const std::string& key, const std::v
       const auto* d = find(run, s);
       std::ostringstream delta;
       if (a && d) delta << std::showpos << std::fixed << std::setprecision(1) << 100 * (d->step_s / a->step_s - 1) << "%";
-      out << std::setw(std::max<int>(12, static_cast<int>(to_string(s).size()) + 10)) << (a && d ? delta.str() : "-");
+      out << std::setw(delta_width(s)) << (a && d ? delta.str() : "-");
     }
     out << "\n";
   }
