@@ -3,6 +3,8 @@
 //            (harness/dmuon_bench_step.*)
 //   kernels  Newton-Schulz and elementwise kernels, torch baseline, calibration file
 //            (plugs in below where DMUON_BENCH_HAVE_KERNELS is defined)
+//   sym-gemm the sm_90a X X^T triangle kernel beside cuBLAS (harness/dmuon_bench_sym_gemm.*;
+//            built with kernels)
 //   calibrate  everything the simulator prices for a scenario, measured on this machine
 //            (harness/dmuon_bench_calibrate.*; where both of the above are built)
 #include <cstring>
@@ -14,6 +16,7 @@
 #endif
 #ifdef DMUON_BENCH_HAVE_KERNELS
 #include "harness/dmuon_bench_kernels.hpp"  // int dmuon::bench::kernels_command(int argc, char** argv)
+#include "harness/dmuon_bench_sym_gemm.hpp"
 #endif
 #ifdef DMUON_BENCH_HAVE_CALIBRATE
 #include "harness/dmuon_bench_calibrate.hpp"
@@ -28,6 +31,7 @@ int usage(std::ostream& out, int code) {
 #endif
 #ifdef DMUON_BENCH_HAVE_KERNELS
          "  kernels   Newton-Schulz and elementwise kernel benchmarks, calibration file\n"
+         "  sym-gemm  the sm_90a X X^T triangle kernel beside the full cuBLAS GEMM\n"
 #endif
 #ifdef DMUON_BENCH_HAVE_CALIBRATE
          "  calibrate measure everything the simulator prices for a scenario (calibration file)\n"
@@ -49,6 +53,7 @@ int main(int argc, char** argv) {
 #ifdef DMUON_BENCH_HAVE_KERNELS
   // ---- `kernels` (issue [C]) plugs in here ----
   if (sub == "kernels") return dmuon::bench::kernels_command(argc - 1, argv + 1);
+  if (sub == "sym-gemm") return dmuon::bench::sym_gemm_command(argc - 1, argv + 1);
 #endif
 #ifdef DMUON_BENCH_HAVE_CALIBRATE
   if (sub == "calibrate") return dmuon::bench::calibrate_command(argc - 1, argv + 1);

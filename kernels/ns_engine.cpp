@@ -78,6 +78,7 @@ std::string_view to_string(NsImpl impl) {
     case NsImpl::standard: return "standard";
     case NsImpl::symmetric: return "symmetric";
     case NsImpl::symmetric_lt: return "symmetric_lt";
+    case NsImpl::symmetric_sm90: return "symmetric_sm90";
     case NsImpl::gram: return "gram";
     case NsImpl::gram_symmetric: return "gram_symmetric";
   }
@@ -85,19 +86,20 @@ std::string_view to_string(NsImpl impl) {
 }
 
 NsImpl parse_ns_impl(std::string_view name, const std::string& what) {
-  for (NsImpl i : {NsImpl::automatic, NsImpl::standard, NsImpl::symmetric, NsImpl::symmetric_lt, NsImpl::gram,
-                   NsImpl::gram_symmetric}) {
+  for (NsImpl i : {NsImpl::automatic, NsImpl::standard, NsImpl::symmetric, NsImpl::symmetric_lt,
+                   NsImpl::symmetric_sm90, NsImpl::gram, NsImpl::gram_symmetric}) {
     if (name == to_string(i)) return i;
   }
   throw Error(what + ": unknown NS implementation '" + std::string(name) +
-              "' (automatic, standard, symmetric, symmetric_lt, gram, gram_symmetric)");
+              "' (automatic, standard, symmetric, symmetric_lt, symmetric_sm90, gram, gram_symmetric)");
 }
 
 NsKernel kernel_family(NsImpl impl) {
   switch (impl) {
     case NsImpl::standard: return NsKernel::standard;
     case NsImpl::symmetric:
-    case NsImpl::symmetric_lt: return NsKernel::symmetric;
+    case NsImpl::symmetric_lt:
+    case NsImpl::symmetric_sm90: return NsKernel::symmetric;
     case NsImpl::gram:
     case NsImpl::gram_symmetric: return NsKernel::gram;
     case NsImpl::automatic: break;
@@ -106,7 +108,7 @@ NsKernel kernel_family(NsImpl impl) {
 }
 
 std::vector<NsImpl> candidate_impls(const NsConfig& ns, long rows, long cols) {
-  std::vector<NsImpl> out = {NsImpl::standard, NsImpl::symmetric, NsImpl::symmetric_lt};
+  std::vector<NsImpl> out = {NsImpl::standard, NsImpl::symmetric, NsImpl::symmetric_lt, NsImpl::symmetric_sm90};
   // Row blocks smaller than one 128-row tile buy nothing: below 256 only the full product.
   if (std::min(rows, cols) < 256) out = {NsImpl::standard};
   if (ns.variant == NsVariant::gram) {

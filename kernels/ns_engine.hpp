@@ -28,11 +28,14 @@ using Stream = CUstream_st*;  // == cudaStream_t; nullptr is the legacy default 
 //               smaller GEMMs (kept only where the autotuner measures it faster).
 // symmetric_lt: cuBLASLt with CUBLASLT_MATMUL_DESC_FILL_MODE = lower on the two symmetric
 //               products (available only where the library offers such an algorithm).
+// symmetric_sm90: symmetric with X X^T from the sm_90a kernel (kernels/sym_gemm_sm90.hpp: only
+//               lower-triangle tiles, mirrored in its epilogue); wide row-major inputs with n a
+//               multiple of 8 on sm_90 GPUs (elsewhere unavailable, like symmetric_lt).
 // gram:         Gram Newton-Schulz with ns.restarts (Dao-AILab; reference/newton_schulz.cpp).
 // gram_symmetric: gram with every m x m product (all symmetric: R, Z, Q are polynomials in
 //               X X^T) as lower-triangle block rows, mirrored; the rectangular ones general.
 // automatic:    the autotuned winner for (shape, batch, config) on this GPU.
-enum class NsImpl { automatic, standard, symmetric, symmetric_lt, gram, gram_symmetric };
+enum class NsImpl { automatic, standard, symmetric, symmetric_lt, symmetric_sm90, gram, gram_symmetric };
 
 std::string_view to_string(NsImpl impl);
 // Throws dmuon::Error naming `what` for an unknown name.
@@ -40,7 +43,7 @@ NsImpl parse_ns_impl(std::string_view name, const std::string& what);
 // The cost-model family of an implementation (symmetric_lt -> symmetric). Not for automatic.
 NsKernel kernel_family(NsImpl impl);
 // Implementations whose results are allowed for this config: standard configs take
-// standard/symmetric/symmetric_lt; gram configs take gram and, because Gram == standard in
+// standard/symmetric/symmetric_lt/symmetric_sm90; gram configs take gram and, because Gram == standard in
 // exact arithmetic, the standard family at the same compute dtype (Dao-AILab falls back to
 // standard NS for square matrices).
 std::vector<NsImpl> candidate_impls(const NsConfig& ns, long rows, long cols);
@@ -78,7 +81,7 @@ struct NsOutcome {
 // One candidate as the autotuner measured it.
 struct NsTuneResult {
   NsImpl impl = NsImpl::standard;
-  bool available = true;        // false: the library offers no algorithm (symmetric_lt)
+  bool available = true;        // false: no algorithm or kernel for it here (symmetric_lt, _sm90)
   double median_seconds = 0;    // one whole batched call, graph replay
   double rel_diff = 0;          // ||out - out_standard||_F / ||out_standard||_F on the same input
   bool passed_gate = false;     // finite and rel_diff <= accuracy_gate(ns)

@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/ns_kernels.hpp"
+#include "kernels/sym_gemm_sm90.hpp"
 
 namespace dmuon::cuda {
 namespace {
@@ -114,10 +115,12 @@ std::vector<std::pair<long, long>> row_blocks(long m) {
   return blocks;
 }
 
-enum class SymMode { full, blocks, lt_fill };
+// sm90: X X^T through the sm_90a triangle kernel, A^2 as block rows.
+enum class SymMode { full, blocks, lt_fill, sm90 };
 
 SymMode sym_mode(NsImpl impl) {
-  if (impl == NsImpl::symmetric) return SymMode::blocks;
+  if (impl == NsImpl::symmetric || impl == NsImpl::gram_symmetric) return SymMode::blocks;
+  if (impl == NsImpl::symmetric_sm90) return SymMode::sm90;
   if (impl == NsImpl::symmetric_lt) return SymMode::lt_fill;
   return SymMode::full;
 }
@@ -125,6 +128,7 @@ SymMode sym_mode(NsImpl impl) {
 // S = X X^T with the symmetric mode's savings, S complete (both triangles) afterwards.
 void gram_product(Ops& ops, SymMode mode, const NsGeometry& g, const void* X, void* S, cudaStream_t stream) {
   if (mode == SymMode::full) return ops.gram(X, S);
+  if (mode == SymMode::sm90) return launch_sym_xxt_sm90(X, g.m, g.n, g.batch, ops.dtype(), S, stream);
   if (mode == SymMode::lt_fill) {
     ops.gram(X, S, true);
   } else {
@@ -139,7 +143,7 @@ void symmetric_quadratic(Ops& ops, SymMode mode, const NsGeometry& g, const void
   if (mode == SymMode::full) return ops.square(A, A, B, c, A, b);
   if (mode == SymMode::lt_fill) {
     ops.square(A, A, B, c, A, b, true);
-  } else {
+  } else {  // blocks and sm90
     for (auto [r0, rows] : row_blocks(g.m)) ops.run(ops.square_op(A, A, B, c, A, b, r0, rows, r0 + rows, false));
   }
   launch_mirror_lower(B, g.m, g.batch, ops.dtype(), stream);
@@ -252,10 +256,21 @@ NsBuffers carve_ns_buffers(void* arena, const NsGeometry& g, DType compute) {
 }
 
 bool ns_impl_supported(LtGemm& gemm, NsImpl impl, const NsGeometry& g, const NsBuffers& buf, DType compute) {
+  // The kernel reads rows of X (K-major): only the wide orientation, where memory holds X^T
+  // column-major, i.e. X row-major.
+  if (impl == NsImpl::symmetric_sm90) {
+    return !g.x_column_major && sym_xxt_sm90_unsupported(g.m, g.n, compute, buf.x[0]).empty();
+  }
   if (impl != NsImpl::symmetric_lt) return true;
   Ops ops(gemm, nullptr, g, compute);
   return ops.supported(ops.gram_op(buf.x[0], buf.s[0], 0, g.m, g.m, true)) &&
          ops.supported(ops.square_op(buf.s[0], buf.s[0], buf.s[1], 1.0f, buf.s[0], 1.0f, 0, g.m, g.m, true));
+}
+
+void enqueue_gram(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeometry& g, const void* X, void* S,
+                  DType compute) {
+  Ops ops(gemm, stream, g, compute);
+  gram_product(ops, sym_mode(impl), g, X, S, stream);
 }
 
 void enqueue_ns(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeometry& g, const NsBuffers& buf,

@@ -36,8 +36,15 @@ struct NsBuffers {
 std::size_t ns_buffer_bytes(const NsGeometry& g, DType compute);
 NsBuffers carve_ns_buffers(void* arena, const NsGeometry& g, DType compute);
 
-// True when the library can run every GEMM `impl` needs for this geometry (symmetric_lt may not).
+// True when the library can run every GEMM `impl` needs for this geometry (symmetric_lt may not)
+// and, for symmetric_sm90, when the sm_90a kernel takes this geometry on this device.
 bool ns_impl_supported(LtGemm& gemm, NsImpl impl, const NsGeometry& g, const NsBuffers& buf, DType compute);
+
+// S = X X^T (m x m, complete) as `impl` computes it: standard/gram one full GEMM, symmetric and
+// gram_symmetric lower block rows then a mirror, symmetric_lt cuBLASLt's lower fill then a mirror,
+// symmetric_sm90 the sm_90a triangle kernel. Exposed for the benchmark that compares them.
+void enqueue_gram(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeometry& g, const void* X, void* S,
+                  DType compute);
 
 // Enqueues normalisation, the iterations of `impl` (not automatic) and the final product into
 // `out` (compute dtype, the input's layout).

@@ -1,0 +1,40 @@
+#!/bin/bash
+# One device call for issue 16's sm_90a X X^T kernel: build only its targets, show the kernel's
+# resources and SASS instruction mix, run its GPU test and the NS engine test, then
+# `dmuon-bench sym-gemm` (the kernel, the full cuBLAS GEMM and the block-row variant side by side).
+# Run from the repository root on the GPU machine with $OUT set; needs .boost-po carried along.
+# SYM_SHAPES overrides the benchmark's shapes; SYM_SKIP_TESTS=1 times only.
+set -o pipefail
+OUT=${OUT:?set OUT}
+export NCCL_NVLS_ENABLE=0
+LOG=$OUT/run.log
+say() { echo "== $(date -u +%FT%TZ) $*" | tee -a "$LOG"; }
+say "commit $(git rev-parse --short HEAD 2>/dev/null), $(git status --short | wc -l) changed files"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv >> "$LOG" 2>&1
+say "configure + build"
+source "$(dirname "$0")/device_configure.sh"
+{ device_configure . && cmake --build build-dev -j16 --target test_gpu_sym_gemm test_gpu_ns_engine dmuon-bench; } \
+  > $OUT/build.txt 2>&1 || { tail -60 $OUT/build.txt | tee -a "$LOG"; say "BUILD FAILED"; exit 1; }
+grep -A3 "sym_xxt_kernel" $OUT/build.txt | grep -E "registers|spill" | head -4 >> "$LOG"
+obj=$(find build-dev -name "sym_gemm_sm90.cu.o" | head -1)
+if [ -n "$obj" ]; then
+  cuobjdump -res-usage "$obj" > $OUT/res-usage.txt 2>&1
+  cuobjdump -sass "$obj" > $OUT/sym.sass 2>&1
+  echo "SASS: HGMMA $(grep -c HGMMA $OUT/sym.sass), UTMALDG $(grep -c UTMALDG $OUT/sym.sass), LDL/STL $(grep -cE 'LDL|STL' $OUT/sym.sass), USETMAXREG $(grep -c SETMAXREG $OUT/sym.sass)" | tee -a "$LOG"
+  grep -E "REG|SHARED|STACK" $OUT/res-usage.txt | head -4 >> "$LOG"
+fi
+if [ "${SYM_SKIP_TESTS:-0}" != 1 ]; then
+  say "test_gpu_sym_gemm"
+  timeout 300 ./build-dev/tests/test_gpu_sym_gemm > $OUT/test_sym.txt 2>&1
+  echo "test_gpu_sym_gemm exit $?" | tee -a "$LOG"; tail -5 $OUT/test_sym.txt >> "$LOG"
+  say "test_gpu_ns_engine"
+  timeout 300 ./build-dev/tests/test_gpu_ns_engine > $OUT/test_ns.txt 2>&1
+  echo "test_gpu_ns_engine exit $?" | tee -a "$LOG"; tail -5 $OUT/test_ns.txt >> "$LOG"
+fi
+say "dmuon-bench sym-gemm"
+timeout 240 ./build-dev/harness/dmuon-bench sym-gemm ${SYM_SHAPES:+--shapes $SYM_SHAPES} --report-md $OUT/sym-gemm.md \
+  > $OUT/bench.txt 2>&1
+echo "bench exit $?" | tee -a "$LOG"
+say "done"
+tail -c 3000 "$LOG"
+cat $OUT/bench.txt | tail -15

@@ -1,0 +1,221 @@
+// The sm_90a symmetric-product kernel S = X X^T (see sym_gemm_sm90.hpp): one producer warp feeds
+// a 4-stage TMA/mbarrier ring; two consumer warpgroups each own 64 rows of a 128 x 256 work item
+// (a row block against two column blocks, sym_gemm_schedule.hpp) and issue m64n256k16 wgmma.
+#include "kernels/sym_gemm_sm90.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cudaTypedefs.h>
+
+#include "core/error.hpp"
+#include "kernels/cuda_check.hpp"
+#include "kernels/sym_gemm_epilogue.cuh"
+#include "kernels/sym_gemm_ptx.cuh"
+#include "kernels/sym_gemm_schedule.hpp"
+#include "kernels/sym_gemm_wgmma.cuh"
+
+namespace dmuon::cuda {
+namespace sym {
+namespace {
+
+constexpr int kBK = 64;                                   // k per stage: one 128-byte swizzle row
+constexpr int kStages = 4;
+constexpr int kBoxBytes = kTile * kBK * 2;                // one 128-row TMA box, 16 KiB
+constexpr int kThreads = 384;                             // producer warpgroup + 2 consumers
+
+struct alignas(1024) Smem {
+  unsigned char a[kStages][kBoxBytes];                    // row block of the item
+  unsigned char b[kStages][2 * kBoxBytes];                // its two column blocks, back to back
+  std::uint64_t full[kStages];
+  std::uint64_t empty[kStages];
+  long item[kStages];                                     // work item of the stage's tile, -1: stop
+};
+constexpr int kSmemBytes = sizeof(Smem) + 1024;           // + slack to align the dynamic base
+
+// [0]: next work item; [1]: CTAs finished. The last CTA resets both for the next launch.
+__device__ unsigned long long g_sched[2];
+
+template <typename T, int N>
+__device__ __forceinline__ void mma(float* acc, std::uint64_t da, std::uint64_t db, int scale_d) {
+  if constexpr (std::is_same_v<T, __half>) {
+    if constexpr (N == 256) wgmma_m64n256k16_f16(acc, da, db, scale_d);
+    else wgmma_m64n128k16_f16(acc, da, db, scale_d);
+  } else {
+    if constexpr (N == 256) wgmma_m64n256k16_bf16(acc, da, db, scale_d);
+    else wgmma_m64n128k16_bf16(acc, da, db, scale_d);
+  }
+}
+
+// Run by the whole producer warp so that it stays converged (lane 0 issues; all lanes wait).
+__device__ void produce(Smem& sm, const CUtensorMap* map, int k_iters, long tiles, long batch, long total) {
+  const bool leader = threadIdx.x % 32 == 0;
+  int stage = 0;
+  unsigned phase = 0;
+  for (;;) {
+    long item = 0;
+    if (leader) item = static_cast<long>(atomicAdd(&g_sched[0], 1ull));
+    item = __shfl_sync(0xffffffffu, item, 0);
+    const bool done = item >= total;
+    const TriTile t = done ? TriTile{} : tri_decode(item, tiles, batch);
+    for (int kt = 0; kt < k_iters; ++kt) {
+      mbar_wait(&sm.empty[stage], phase ^ 1);
+      if (leader) {
+        if (kt == 0) sm.item[stage] = done ? -1 : item;
+        if (done) {
+          mbar_arrive(&sm.full[stage]);  // releases the consumers with the stop mark
+        } else {
+          const bool pair = t.col1 >= 0;
+          mbar_arrive_expect_tx(&sm.full[stage], (pair ? 3 : 2) * kBoxBytes);
+          const int k0 = kt * kBK;
+          tma_load_3d(sm.a[stage], map, &sm.full[stage], k0, t.row_block * kTile, t.batch);
+          tma_load_3d(sm.b[stage], map, &sm.full[stage], k0, t.col0 * kTile, t.batch);
+          if (pair) tma_load_3d(sm.b[stage] + kBoxBytes, map, &sm.full[stage], k0, t.col1 * kTile, t.batch);
+        }
+      }
+      __syncwarp();
+      if (done) return;
+      if (++stage == kStages) { stage = 0; phase ^= 1; }
+    }
+  }
+}
+
+// The k loop of one item for one consumer warpgroup: keeps one wgmma group in flight and
+// releases a stage once the group that read it has completed.
+template <typename T, int N>
+__device__ __forceinline__ void mainloop(Smem& sm, float* acc, int half, int k_iters, int& stage, unsigned& phase) {
+  int prev = -1;
+  for (int kt = 0; kt < k_iters; ++kt) {
+    mbar_wait(&sm.full[stage], phase);
+    const std::uint64_t da = smem_desc_sw128(sm.a[stage] + half * (kBoxBytes / 2));
+    const std::uint64_t db = smem_desc_sw128(sm.b[stage]);
+    wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < kBK / 16; ++k) mma<T, N>(acc, da + 2 * k, db + 2 * k, kt > 0 || k > 0);
+    wgmma_commit();
+    wgmma_wait<1>();
+    if (prev >= 0 && threadIdx.x % 128 == 0) mbar_arrive(&sm.empty[prev]);
+    prev = stage;
+    if (++stage == kStages) { stage = 0; phase ^= 1; }
+  }
+  wgmma_wait<0>();
+  fence_registers(acc, N / 2);
+  if (threadIdx.x % 128 == 0) mbar_arrive(&sm.empty[prev]);
+}
+
+template <typename T>
+__device__ void consume(Smem& sm, T* S, int m, int k_iters, long tiles, long batch, int half) {
+  float acc[128];
+#pragma unroll
+  for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
+  int stage = 0;
+  unsigned phase = 0;
+  for (;;) {
+    mbar_wait(&sm.full[stage], phase);
+    const long item = sm.item[stage];
+    if (item < 0) return;
+    const TriTile t = tri_decode(item, tiles, batch);
+    T* s = S + static_cast<long>(t.batch) * m * m;
+    const int row0 = t.row_block * kTile + half * 64;
+    if (t.col1 >= 0) {
+      mainloop<T, 256>(sm, acc, half, k_iters, stage, phase);
+      store_mirrored<T, 256>(acc, s, m, row0, t.col0 * kTile, t.col1 * kTile);
+    } else {
+      mainloop<T, 128>(sm, acc, half, k_iters, stage, phase);
+      store_mirrored<T, 128>(acc, s, m, row0, t.col0 * kTile, 0);
+    }
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads, 1)
+    sym_xxt_kernel(const __grid_constant__ CUtensorMap map, T* S, int m, int k_iters, long tiles, long batch) {
+  extern __shared__ unsigned char raw[];
+  Smem& sm = *reinterpret_cast<Smem*>((reinterpret_cast<std::uintptr_t>(raw) + 1023) & ~std::uintptr_t(1023));
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(&sm.full[s], 1);
+      mbar_init(&sm.empty[s], 2);  // one arrival per consumer warpgroup
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+  const int warpgroup = threadIdx.x / 128;
+  if (warpgroup == 0) {
+    regs_dealloc<40>();
+    if (threadIdx.x < 32) produce(sm, &map, k_iters, tiles, batch, tri_items(tiles, batch));
+  } else {
+    regs_alloc<232>();
+    consume<T>(sm, S, m, k_iters, tiles, batch, warpgroup - 1);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(&g_sched[1], 1ull) == gridDim.x - 1) {  // every CTA has stopped fetching
+      atomicExch(&g_sched[0], 0ull);
+      atomicExch(&g_sched[1], 0ull);
+    }
+  }
+}
+
+CUtensorMap make_map(const void* X, long m, long n, int batch, CUtensorMapDataType type) {
+  static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    DMUON_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess || !fn) throw Error("sym_xxt_sm90: no cuTensorMapEncodeTiled in the driver");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  CUtensorMap map{};
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(n), static_cast<cuuint64_t>(m), static_cast<cuuint64_t>(batch)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(n) * 2, static_cast<cuuint64_t>(m) * n * 2};
+  const cuuint32_t box[3] = {kBK, kTile, 1};
+  const cuuint32_t unit[3] = {1, 1, 1};
+  // Out-of-range rows and k (tails) arrive as zeros, so no bounds checks in the k loop.
+  const CUresult r = encode(&map, type, 3, const_cast<void*>(X), dims, strides, box, unit,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) throw Error("sym_xxt_sm90: cuTensorMapEncodeTiled failed (" + std::to_string(r) + ")");
+  return map;
+}
+
+template <typename T>
+void launch_typed(const void* X, long m, long n, int batch, void* S, cudaStream_t stream) {
+  int device = 0, sms = 0;
+  DMUON_CUDA_CHECK(cudaGetDevice(&device));
+  DMUON_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  DMUON_CUDA_CHECK(cudaFuncSetAttribute(sym_xxt_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+  const long tiles = (m + kTile - 1) / kTile;
+  const long items = tri_items(tiles, batch);
+  const int grid = static_cast<int>(std::min<long>(sms, items));
+  const CUtensorMap map = make_map(X, m, n, batch,
+                                    std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
+  const int k_iters = static_cast<int>((n + kBK - 1) / kBK);
+  sym_xxt_kernel<T><<<grid, kThreads, kSmemBytes, stream>>>(map, static_cast<T*>(S), static_cast<int>(m), k_iters,
+                                                           tiles, batch);
+  DMUON_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+}  // namespace sym
+
+std::string sym_xxt_sm90_unsupported(long m, long n, DType dtype, const void* X) {
+  if (dtype != DType::bf16 && dtype != DType::fp16) return "dtype is not bf16/fp16";
+  if (m < 1 || n < 1 || m > (1L << 30) || n > (1L << 30)) return "bad size";
+  if (n % 8 != 0) return "n is not a multiple of 8 (TMA needs 16-byte row strides)";
+  if (reinterpret_cast<std::uintptr_t>(X) % 16 != 0) return "X is not 16-byte aligned";
+  int device = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return "no CUDA device";
+  DMUON_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  DMUON_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  if (major != 9 || minor != 0) return "not an sm_90 GPU";
+  return {};
+}
+
+void launch_sym_xxt_sm90(const void* X, long m, long n, int batch, DType dtype, void* S, cudaStream_t stream) {
+  const std::string why = sym_xxt_sm90_unsupported(m, n, dtype, X);
+  if (!why.empty()) throw Error("sym_xxt_sm90 " + std::to_string(m) + "x" + std::to_string(n) + ": " + why);
+  if (dtype == DType::fp16) return sym::launch_typed<__half>(X, m, n, batch, S, stream);
+  sym::launch_typed<__nv_bfloat16>(X, m, n, batch, S, stream);
+}
+
+}  // namespace dmuon::cuda

@@ -1,0 +1,24 @@
+// Side-by-side timing of S = X X^T three ways in one process: the sm_90a triangle kernel, the
+// full cuBLASLt GEMM of the same product, and the `symmetric` variant's lower block rows plus
+// mirror (what NS used before the kernel). Used by `dmuon-bench sym-gemm`.
+#pragma once
+#include <string>
+
+#include "core/dtype.hpp"
+
+namespace dmuon::cuda {
+
+struct SymGemmTiming {
+  long m = 0, n = 0;                 // X is m x n, row-major (m <= n: the NS wide problem)
+  int batch = 1;
+  // Median milliseconds per call, two rounds each (the rounds interleave the three methods, so
+  // their spread is the noise of the comparison). sm90_ms < 0: the kernel is unavailable here.
+  double sm90_ms[2] = {-1, -1}, full_ms[2] = {0, 0}, blocks_ms[2] = {0, 0};
+  double rel_diff = 0;               // ||S_sm90 - S_full||_F / ||S_full||_F
+  long nonfinite = 0;                // non-finite elements in S_sm90 (poisoned before the run)
+  std::string note;                  // why sm90 is unavailable, if it is
+};
+
+SymGemmTiming time_sym_gemm(long m, long n, int batch, DType dtype, int warmup, int repeats);
+
+}  // namespace dmuon::cuda
