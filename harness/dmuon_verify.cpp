@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/model_yaml.hpp"
 #include "core/plan_printer.hpp"
+#include "core/provenance.hpp"
 #include "core/step_planner.hpp"
 #include "harness/verify/builtin_suite.hpp"
 #include "harness/verify/distributed_checks.hpp"
@@ -197,7 +198,7 @@ int main(int argc, char** argv) {
   verify::print_summary(std::cout, results);
   if (!args.json.empty()) {
     try {
-      verify::write_json_report(args.json, args.backend, results);
+      verify::write_json_report(args.json, args.backend, command_line(argc, argv), results);
     } catch (const Error& e) {
       std::cerr << "dmuon-verify: " << e.what() << "\n";
       return 2;

@@ -56,23 +56,23 @@ TEST_CASE("missing and malformed flags exit 2 with one line", "[cli]") {
 }
 
 TEST_CASE("--layers-json is read strictly, naming the file and the field", "[cli]") {
-  expect_usage_error(valid("--layers-json /nonexistent/fb.json"), "/nonexistent/fb.json: cannot read");
+  expect_usage_error(valid("--layers-json /nonexistent/fb.json"), "/nonexistent/fb.json: cannot open file");
   const std::string bad_json = write("bad.json", "{\"source\": ");
-  expect_usage_error(valid("--layers-json " + bad_json), bad_json + ": not valid JSON");
+  expect_usage_error(valid("--layers-json " + bad_json), bad_json + ":1: not valid YAML");
   const std::string ok_head = "{\"source\": \"t\", \"elementwise_GBps\": 2000, \"attention\": [], ";
   const std::string missing = write("missing.json", ok_head + "\"layers\": [],"
                                     " \"gemm\": [{\"tokens\": 4096, \"in\": 2048, \"out\": 2048, \"backward_s\": 1e-3}]}");
-  expect_usage_error(valid("--layers-json " + missing), missing + ": gemm[0].forward_s: missing");
+  expect_usage_error(valid("--layers-json " + missing), missing + ":1: gemm[0]: missing required key 'forward_s'");
   const std::string negative = write("negative.json", ok_head + "\"gemm\": [], \"layers\": [{\"model\": \"m\", "
                                      "\"part\": \"block\", \"micro_batch\": 2, \"seq_len\": 2048, \"forward_s\": -1, \"backward_s\": 1}]}");
-  expect_usage_error(valid("--layers-json " + negative), negative + ": layers[0].forward_s: expected a number > 0");
+  expect_usage_error(valid("--layers-json " + negative), negative + ":1: layers[0].forward_s: must be > 0, got -1");
   const std::string part = write("part.json", ok_head + "\"gemm\": [], \"layers\": [{\"model\": \"m\", "
                                  "\"part\": \"mlp\", \"micro_batch\": 2, \"seq_len\": 2048, \"forward_s\": 1, \"backward_s\": 1}]}");
-  expect_usage_error(valid("--layers-json " + part), part + ": layers[0].part: expected block, embedding or head");
+  expect_usage_error(valid("--layers-json " + part), part + ":1: layers[0].part: expected block, embedding or head");
   const std::string unknown = write("unknown.json", ok_head + "\"gemm\": [], \"layers\": [], \"extra\": 1}");
-  expect_usage_error(valid("--layers-json " + unknown), unknown + ": extra: unknown key");
+  expect_usage_error(valid("--layers-json " + unknown), unknown + ":1: extra: unknown key 'extra'");
   const std::string no_layers = write("no-layers.json", ok_head + "\"gemm\": []}");
-  expect_usage_error(valid("--layers-json " + no_layers), no_layers + ": layers: missing");
+  expect_usage_error(valid("--layers-json " + no_layers), no_layers + ":1: (top level): missing required key 'layers'");
 }
 
 TEST_CASE("valid input on a machine without a GPU: one line, exit 1", "[cli]") {

@@ -1,8 +1,12 @@
 // dmuon-verify's command line: exit codes and one-line errors for bad arguments and input.
+#include <fstream>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "catch_compat.hpp"
 #include "run_command.hpp"
+#include "test_temp_dir.hpp"
 
 namespace {
 
@@ -33,6 +37,23 @@ TEST_CASE("a passing selection prints lines and the summary, exit 0", "[cli]") {
   CHECK(o.exit_code == 0);
   CHECK(o.output.find("PASS  adamw/torch/closed-form-3-steps") != std::string::npos);
   CHECK(o.output.find("1 passed, 0 failed") != std::string::npos);
+}
+
+TEST_CASE("--json writes the results with the provenance stamp every tool writes", "[cli]") {
+  const std::string file = (dmuon::test::temp_dir() / "verify.json").string();
+  const auto o = run("--filter adamw/torch --json " + file);
+  REQUIRE(o.exit_code == 0);
+  std::ifstream in(file);
+  const auto j = nlohmann::json::parse(in);
+  CHECK(j.at("tool") == "dmuon-verify");
+  CHECK(j.at("passed") == 1);
+  CHECK(j.at("failed") == 0);
+  CHECK(j.at("cases").size() == 1);
+  // The command as typed (program name first) and a "YYYY-MM-DD HH:MM:SS UTC" date.
+  CHECK(j.at("command").get<std::string>().find("--filter adamw/torch --json") != std::string::npos);
+  const std::string date = j.at("date").get<std::string>();
+  CHECK(date.size() == 23);
+  CHECK(date.substr(19) == " UTC");
 }
 
 TEST_CASE("--list names cases without running them", "[cli]") {

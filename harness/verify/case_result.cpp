@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/provenance.hpp"
 
 namespace dmuon::verify {
 namespace {
@@ -110,7 +111,7 @@ void print_summary(std::ostream& out, const std::vector<CaseResult>& results) {
   out << (results.size() - failed) << " passed, " << failed << " failed\n";
 }
 
-void write_json_report(const std::string& path, const std::string& backend,
+void write_json_report(const std::string& path, const std::string& backend, const std::string& command,
                        const std::vector<CaseResult>& results) {
   nlohmann::json cases = nlohmann::json::array();
   std::size_t failed = 0;
@@ -122,8 +123,9 @@ void write_json_report(const std::string& path, const std::string& backend,
                      {"max_abs_error", number(r.max_abs_error)}, {"error", number(r.error)},
                      {"tolerance", r.tolerance}, {"detail", r.detail}});
   }
-  const nlohmann::json doc = {{"tool", "dmuon-verify"}, {"backend", backend},
-                              {"passed", results.size() - failed}, {"failed", failed}, {"cases", cases}};
+  nlohmann::json doc = {{"tool", "dmuon-verify"}, {"backend", backend},
+                        {"passed", results.size() - failed}, {"failed", failed}, {"cases", cases}};
+  doc.update(provenance_json(command, utc_now()));
   std::ofstream f(path);
   if (!f) throw Error(path + ": cannot write the JSON report");
   f << doc.dump(2) << "\n";
