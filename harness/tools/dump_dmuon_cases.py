@@ -25,13 +25,14 @@ numpy.
 """
 
 import argparse
-import datetime
 import importlib
 import json
 import math
 import os
 import sys
 import traceback
+
+import provenance  # harness/tools/provenance.py, beside this script
 
 GENERATOR = "harness/tools/dump_dmuon_cases.py"
 OPT_STEPS = 3
@@ -338,7 +339,7 @@ def main(argv=None):
             "generator": GENERATOR,
             "torch_version": torch.__version__,
             "device": f"{torch.cuda.get_device_name(device)} x {world}",
-            "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            **provenance.stamp(),
             "seed": args.seed,
             "cases": cases,
             "notes": f"X-Square-Robot/dmuon at {commit or 'unknown commit'}, imported from {args.dmuon_src}; {flags}",

@@ -40,12 +40,13 @@ missing state entry (one line on stderr naming the flag or key).
 """
 
 import argparse
-import datetime
 import importlib
 import json
 import math
 import os
 import sys
+
+import provenance  # harness/tools/provenance.py, beside this script
 
 GENERATOR = "harness/tools/dump_optimizer.py"
 MUON_SHAPES = [(48, 80), (96, 40), (24, 72)]   # wide, tall (transposed inside NS), wide
@@ -346,7 +347,7 @@ def dump(args):
         name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
         manifest = {"format": tools.FORMAT, "generator": GENERATOR, "torch_version": torch.__version__,
                     "device": name if dist.world == 1 else f"{name} x {dist.world} ranks ({dist.placement})",
-                    "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                    **provenance.stamp(),
                     "seed": args.seed, "cases": cases}
         path = os.path.join(args.out, "manifest.json")
         with open(path, "w", encoding="utf-8") as f:

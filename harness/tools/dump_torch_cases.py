@@ -12,7 +12,6 @@ Needs PyTorch with torch.optim.Muon (2.9 or later; written against 2.11) and num
 """
 
 import argparse
-import datetime
 import inspect
 import json
 import math
@@ -21,6 +20,8 @@ import sys
 
 import numpy as np
 import torch
+
+import provenance  # harness/tools/provenance.py, beside this script
 
 GENERATOR = "harness/tools/dump_torch_cases.py"
 FORMAT = "dmuon-golden-1"
@@ -327,7 +328,7 @@ def main(argv=None):
         "generator": GENERATOR,
         "torch_version": torch.__version__,
         "device": device_name,
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        **provenance.stamp(),
         "seed": args.seed,
         "cases": cases,
     }

@@ -30,7 +30,6 @@ is not applied. Progress goes to stderr (rank 0); rank 0 writes the JSON at the 
 """
 
 import argparse
-import datetime
 import json
 import os
 import statistics
@@ -38,6 +37,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import provenance  # noqa: E402 (harness/tools/provenance.py, beside this script)
 import dmuon_model  # noqa: E402
 
 RANK = int(os.environ.get("RANK", "0"))
@@ -230,8 +230,7 @@ def main():
     median = lambda k: statistics.median(row[k] for row in slowest)
     report = {
         "tool": "fsdp2_step.py",
-        "command": ("torchrun --nproc-per-node %d " % world if world > 1 else "python3 ") + " ".join(sys.argv),
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        **provenance.stamp(launcher="torchrun --nproc-per-node %d" % world if world > 1 else "python3"),
         "gpu": torch.cuda.get_device_name(device), "world": world, "model": spec["name"],
         "model_file": spec["model_file"], "micro_batch": spec["micro_batch"], "seq_len": spec["seq_len"],
         "mode": args.mode, "fwd_bwd_seconds_median": median(0),

@@ -29,7 +29,6 @@ the JSON is written at the end.
 """
 
 import argparse
-import datetime
 import json
 import math
 import os
@@ -38,6 +37,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import provenance  # noqa: E402 (harness/tools/provenance.py, beside this script)
 import dmuon_model  # noqa: E402
 
 GEMM_TOKENS = [1024, 2048, 4096, 8192, 16384]
@@ -309,7 +309,7 @@ def main():
         result["attention"], gqa = measure_attention(torch, device, a.reps)
     result["elementwise_GBps"] = measure_elementwise(torch, device, a.reps)
     result["layers"], family = measure_model_layers(torch, device, spec, a.reps)
-    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    date = provenance.utc_now()
     result["source"] = (f"harness/tools/measure_layers.py; torch {torch.__version__}, transformers "
                         f"{transformers.__version__}, CUDA {torch.version.cuda}; {gpu}; {date}; layers: "
                         f"{spec['name']} as transformers {family}, sdpa; attention GQA: {gqa}")

@@ -15,13 +15,14 @@ shapes, for `dmuon-verify --backend cuda --golden DIR` (our error vs torch's on 
 """
 
 import argparse
-import datetime
 import json
 import os
 import sys
 
 import numpy as np
 import torch
+
+import provenance  # harness/tools/provenance.py, beside this script
 
 KELLER = (3.4445, -4.7750, 2.0315)
 STEPS = 5
@@ -105,7 +106,7 @@ def write_golden(directory, shapes, fn):
                       "notes": "torch.optim._muon._zeropower_via_newtonschulz on the GPU"})
     manifest = {"format": "dmuon-golden-1", "generator": "harness/tools/torch_ns_baseline.py",
                 "torch_version": torch.__version__, "device": torch.cuda.get_device_name(),
-                "created": datetime.datetime.now(datetime.timezone.utc).isoformat(), "seed": 20261122,
+                **provenance.stamp(), "seed": 20261122,
                 "cases": cases}
     with open(os.path.join(directory, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
@@ -135,7 +136,7 @@ def main():
            "coefficients": list(KELLER), "steps": STEPS, "eps": EPS, "input_dtype": "fp32",
            "flags": {"allow_bf16_reduced_precision_reduction": m.allow_bf16_reduced_precision_reduction,
                      "allow_tf32": m.allow_tf32},
-           "created": datetime.datetime.now(datetime.timezone.utc).isoformat(), "rows": rows}
+           **provenance.stamp(), "rows": rows}
     with open(a.out, "w") as f:
         json.dump(out, f, indent=1)
     if a.golden_dir:

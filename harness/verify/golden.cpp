@@ -195,7 +195,10 @@ std::vector<VerifyCase> parse_manifest(const YamlValue& root, const std::string&
   YamlMap m(root);
   const std::string format = m.get("format").as_string();
   if (format != "dmuon-golden-1") m.get("format").fail("unsupported format '" + format + "' (expected dmuon-golden-1)");
-  for (const char* info : {"generator", "torch_version", "device", "created", "seed", "notes"}) m.find(info);
+  // "created" is the date key of manifests written before the tools shared harness/tools/provenance.py.
+  for (const char* info : {"generator", "torch_version", "device", "created", "command", "date", "seed", "notes"}) {
+    m.find(info);
+  }
   std::vector<VerifyCase> cases;
   for (const auto& item : m.get("cases").items()) cases.push_back(parse_case(dir, item));
   if (cases.empty()) m.get("cases").fail("no cases");
