@@ -29,6 +29,7 @@ struct alignas(1024) Smem {
   std::uint64_t full[kStages];
   std::uint64_t empty[kStages];
   long item[kStages];                                     // work item of the stage's tile, -1: stop
+  alignas(16) unsigned short out[2][kStageElems];         // epilogue chunk of each consumer
 };
 constexpr int kSmemBytes = sizeof(Smem) + 1024;           // + slack to align the dynamic base
 
@@ -107,6 +108,7 @@ __device__ void consume(Smem& sm, T* S, int m, int k_iters, long tiles, long bat
   float acc[128];
 #pragma unroll
   for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
+  T* out = reinterpret_cast<T*>(sm.out[half]);
   int stage = 0;
   unsigned phase = 0;
   for (;;) {
@@ -118,10 +120,10 @@ __device__ void consume(Smem& sm, T* S, int m, int k_iters, long tiles, long bat
     const int row0 = t.row_block * kTile + half * 64;
     if (t.col1 >= 0) {
       mainloop<T, 256>(sm, acc, half, k_iters, stage, phase);
-      store_mirrored<T, 256>(acc, s, m, row0, t.col0 * kTile, t.col1 * kTile);
+      store_mirrored<T, 256>(acc, s, m, row0, t.col0 * kTile, t.col1 * kTile, out, half + 1);
     } else {
       mainloop<T, 128>(sm, acc, half, k_iters, stage, phase);
-      store_mirrored<T, 128>(acc, s, m, row0, t.col0 * kTile, 0);
+      store_mirrored<T, 128>(acc, s, m, row0, t.col0 * kTile, 0, out, half + 1);
     }
   }
 }
