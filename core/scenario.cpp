@@ -72,7 +72,7 @@ NcclSpec parse_nccl(const YamlValue& value) {
   YamlMap m(value);
   NcclSpec n;
   if (auto v = m.find("base_latency_us")) n.base_latency_us = v->as_nonnegative_double();
-  if (auto v = m.find("channels")) n.channels = v->as_positive_int();
+  if (auto v = m.find("channels")) n.channels = v->is_scalar() && v->as_string() == "auto" ? 0 : v->as_positive_int();
   if (auto v = m.find("channels_one_gpu_per_node")) n.channels_one_gpu_per_node = v->as_positive_int();
   if (auto v = m.find("chunk_bytes")) n.chunk_bytes = v->as_positive_int();
   if (auto v = m.find("all_reduce")) n.all_reduce = parse_scalar(*v, parse_all_reduce);
@@ -88,6 +88,21 @@ NcclSpec parse_nccl(const YamlValue& value) {
   }
   m.finish();
   return n;
+}
+
+// What `channels: auto` derives the channel counts from: the GPU's architecture and PCIe link
+// (built-in GPUs only), its NVLink, and the node's NICs.
+NcclNodeLinks channel_inputs(const ClusterSpec& c, const YamlValue& channels) {
+  auto links = nccl_gpu_links(c.gpu);
+  if (!links) channels.fail("auto needs a built-in gpu (a800-sxm4-80gb, h100-sxm, h200), got '" + c.gpu + "': give a number");
+  if (c.gpus_per_node > 1 && !c.nvlink) channels.fail("auto needs cluster.nvlink when gpus_per_node > 1");
+  if (c.nodes > 1 && !c.network) channels.fail("auto needs cluster.network when nodes > 1");
+  if (c.nvlink) links->nvlink_GBps = c.nvlink->bw_GBps;
+  if (c.network) {
+    links->nic_GBps = c.network->nic_bw_Gbps / 8.0;
+    links->nics_per_node = static_cast<int>(c.network->nics_per_node);
+  }
+  return *links;
 }
 
 // A calibration file named relative to the scenario file; it must exist.
@@ -114,7 +129,10 @@ ClusterSpec parse_cluster(const YamlValue& value) {
               std::to_string(c.gpus_per_node) + ")");
     }
   }
-  if (auto v = m.find("nccl")) c.nccl = parse_nccl(*v);
+  if (auto v = m.find("nccl")) {
+    c.nccl = parse_nccl(*v);
+    if (c.nccl.channels == 0) c.nccl.links = channel_inputs(c, YamlMap(*v).get("channels"));
+  }
   if (auto v = m.find("calibration")) c.calibration_file = calibration_path(*v);
   m.finish();
   return c;

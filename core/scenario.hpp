@@ -12,7 +12,7 @@
 //     nvlink:  {bw_GBps: 200, latency_us: 3.4, efficiency: 0.8}           # per GPU, per direction
 //     network: {nics_per_node: 8, nic_bw_Gbps: 200, latency_us: 14, efficiency: 0.96,
 //               spine_latency_us: 1, spine_oversubscription: 1}            # rail-optimised fat-tree
-//     nccl:    {base_latency_us: 8.4, channels: 8, chunk_bytes: 524288, all_reduce: auto}
+//     nccl:    {base_latency_us: 8.4, channels: 8 | auto, chunk_bytes: 524288, all_reduce: auto}
 //     calibration: calibration/h200.yaml   # measured on this machine (core/calibration.hpp),
 //                                          # relative to this file; --calibration overrides it
 //   training:  {seq_len: 4096, micro_batch: 1, mfu: 0.4, peak_tflops: 312, ...}
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/model_spec.hpp"
+#include "core/nccl_channels.hpp"
 #include "core/optimizer_config.hpp"
 #include "core/routing.hpp"
 #include "core/strategy.hpp"
@@ -52,7 +53,10 @@ enum class AllReduceAlgorithm { ring, tree, automatic };
 
 struct NcclSpec {
   double base_latency_us = 8.4;        // per collective launch (NCCL tuning.cc, Ring/Simple)
-  std::int64_t channels = 8;           // rings/chains the data is split over
+  // Rings/chains the data is split over. `channels: auto` (0 here) derives each communicator's
+  // count from the node's links as NCCL does (core/nccl_channels.hpp), from `links`.
+  std::int64_t channels = 8;
+  std::optional<NcclNodeLinks> links;  // set by the scenario reader when channels is auto
   // Channels of a communicator with one GPU on each of several nodes (an HSDP replicate group):
   // all its channels leave through that GPU's one NIC. 0 = `channels`. NCCL searches one
   // channel at the NIC's speed there and only doubles it (src/graph/search.cc, connect.cc).
