@@ -134,6 +134,7 @@ Assignment summarize(const od::Problem& p, const std::vector<MuonMatrix>& matric
     volume_seconds += p.shapes[p.shape_of_matrix[i]].best_seconds_per_matrix;
   }
   for (int r = 0; r < p.ranks; ++r) {
+    a.load_seconds[r] = p.base_seconds[r];
     for (std::size_t s = 0; s < p.shapes.size(); ++s) {
       if (counts[r][s] > 0) a.load_seconds[r] += p.shapes[s].seconds(counts[r][s]);
     }
@@ -163,7 +164,7 @@ Assignment assign_owners(const std::vector<MuonMatrix>& matrices, const BatchCos
     case OwnerAlgorithm::refined:
       unit_owner = od::owners_lpt(p);
       od::refine_owners(p, unit_owner);
-      if (int(p.units.size()) <= options.exact_max_units) optimal = od::solve_owners_exact(p, unit_owner);
+      if (int(p.units.size()) <= options.exact_max_units && options.base_load_seconds.empty()) optimal = od::solve_owners_exact(p, unit_owner);
       break;
   }
   std::vector<int> owner_of_matrix(matrices.size(), -1);

@@ -49,6 +49,10 @@ struct AssignmentOptions {
   double bytes_per_element_owned = 2 + 4 + 4;
   // refined: instances with at most this many units are solved exactly.
   int exact_max_units = 12;
+  // Per rank: seconds of work placed before this assignment (sharded Newton-Schulz calls,
+  // core/owner_sharded.hpp), counted in every load; empty = none. The exact solver is not
+  // used with it (its bounds assume empty ranks).
+  std::vector<double> base_load_seconds;
 };
 
 // One batched NS call a plan builder emits: same-shape matrices (indices into the input list).

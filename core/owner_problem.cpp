@@ -76,6 +76,11 @@ Problem build_problem(const std::vector<MuonMatrix>& matrices, const BatchCost& 
   p.ranks = options.ranks;
   p.capacity_bytes = options.memory_capacity_bytes;
   if (p.capacity_bytes.empty()) p.capacity_bytes.assign(p.ranks, std::numeric_limits<double>::infinity());
+  p.base_seconds = options.base_load_seconds;
+  if (p.base_seconds.empty()) p.base_seconds.assign(p.ranks, 0.0);
+  if (p.base_seconds.size() != std::size_t(p.ranks)) {
+    fail("base_load_seconds has " + std::to_string(p.base_seconds.size()) + " entries for " + std::to_string(p.ranks) + " ranks");
+  }
   const int batch = options.batch_same_shape ? options.max_batch : 1;
   std::map<std::pair<long, long>, int> shape_index;
   for (const auto& m : matrices) {
@@ -108,7 +113,7 @@ Problem build_problem(const std::vector<MuonMatrix>& matrices, const BatchCost& 
 RankLoads::RankLoads(const Problem& problem)
     : problem_(&problem),
       count_(problem.ranks, std::vector<std::int64_t>(problem.shapes.size(), 0)),
-      load_(problem.ranks, 0.0),
+      load_(problem.base_seconds),
       memory_(problem.ranks, 0.0),
       units_(problem.ranks, 0) {}
 
@@ -140,7 +145,7 @@ bool RankLoads::fits(int rank, const Unit* out, const Unit* in) const {
 // From the counts, not by adding deltas: a load that thousands of moves touched carries no
 // accumulated rounding, so equal assignments always compare equal.
 void RankLoads::reprice_rank(int rank) {
-  double load = 0;
+  double load = problem_->base_seconds[rank];
   for (std::size_t s = 0; s < count_[rank].size(); ++s) {
     if (count_[rank][s] > 0) load += problem_->shapes[s].seconds(count_[rank][s]);
   }

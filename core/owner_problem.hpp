@@ -36,6 +36,7 @@ struct Unit {
 struct Problem {
   int ranks = 1;
   std::vector<double> capacity_bytes;  // per rank, +inf when unlimited
+  std::vector<double> base_seconds;    // per rank: AssignmentOptions::base_load_seconds, or zeros
   std::vector<ShapeCost> shapes;
   std::vector<int> shape_of_matrix;
   std::vector<Unit> units;

@@ -53,6 +53,10 @@ bool is_collective(OpKind k) {
          k == OpKind::reduce_scatter || k == OpKind::all_to_all;
 }
 
+bool is_sharded_ns(const Op& op) { return op.kind == OpKind::newton_schulz && op.group >= 0; }
+
+bool synchronizes(const Op& op) { return is_collective(op.kind) || is_sharded_ns(op); }
+
 std::size_t Plan::op_count() const {
   std::size_t n = 0;
   for (const auto& ops : ranks) n += ops.size();

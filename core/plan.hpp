@@ -87,11 +87,24 @@ struct Op {
   // bits, exactly a broadcast; NCCL may then use its tree (2 log2 R pipeline steps) where its
   // only broadcast algorithm, the ring, pays R - 1 before data flows at the far end.
   bool via_all_reduce = false;
+  // Sharded Newton-Schulz (core/ns_sharding.hpp): a newton_schulz op with group >= 0 and one
+  // matrix is this member's share of ONE call run jointly by the group's k GPUs (one node):
+  // columns [begin, end) of the wide orientation X (m <= n), in group order. Its all-reduces
+  // (the squared norm once, then the m x m Gram product X X^T per iteration, or per Gram
+  // restart) are inside the op, on the group, with `collective` matching the members as for a
+  // collective: they fall between the GEMMs of one iteration, so as separate ops they would
+  // need m x m scratch buffers and 3 T + 1 ops a matrix for no decision an executor could use.
+  std::int64_t ns_column_begin = 0, ns_column_end = 0;
 
   double flops = 0;         // compute ops: useful arithmetic
   double memory_bytes = 0;  // compute ops: bytes read + written in device memory
   double payload_bytes = 0; // collectives: bytes of data this rank contributes or receives
 };
+
+// A newton_schulz op shared by a group (Op::ns_column_begin).
+bool is_sharded_ns(const Op& op);
+// Ops members of a group meet at: collectives and sharded Newton-Schulz.
+bool synchronizes(const Op& op);
 
 struct CommGroup {
   std::string name;  // "world", "shard[r]", "replicate[s]"

@@ -8,12 +8,10 @@
 
 #include "core/error.hpp"
 #include "core/plan_writer.hpp"
-#include "core/striped_collectives.hpp"
+#include "core/builder_parts.hpp"
 
 namespace dmuon {
-namespace {
-
-using Matrices = std::vector<std::size_t>;
+namespace builder {
 
 Op elementwise(OpKind kind, const Region& region, const std::string& label) {
   Op op;
@@ -22,8 +20,6 @@ Op elementwise(OpKind kind, const Region& region, const std::string& label) {
   op.label = label;
   return op;
 }
-
-Region full(const ModelSpec& model, std::size_t param) { return {param, 0, model.params[param].numel()}; }
 
 // Muon matrices of each parameter, in order.
 std::map<std::size_t, Matrices> matrices_by_param(const Routing& routing) {
@@ -65,6 +61,13 @@ Op newton_schulz(const Matrices& batch, const Routing& routing) {
   op.label = first.name + (batch.size() > 1 ? " +" + std::to_string(batch.size() - 1) : "");
   return op;
 }
+
+}  // namespace builder
+
+namespace {
+using namespace builder;
+
+Region full(const ModelSpec& model, std::size_t param) { return {param, 0, model.params[param].numel()}; }
 
 void fsdp_forward_backward(PlanWriter& w, const std::set<std::size_t>& params) {
   for (std::size_t p : params) w.fsdp_all_gather(p);
@@ -214,134 +217,6 @@ Plan build_zero1_a2a(PlanWriter& w, const std::vector<int>& owner, const PlanOpt
   for (std::size_t p = 0; p < model.params.size(); ++p) {
     w.on_own_shards(is_muon(w.routing(), p) ? OpKind::muon_update : OpKind::adamw, p, model.params[p].name);
   }
-  return w.finish();
-}
-
-// Broadcast (forward) or reduce-avg (backward) of one owner's matrices of one layer, in one or
-// two stages: on a 2-D mesh, across the owner's replicate group and within each shard group.
-void dedicated_collectives(PlanWriter& w, int owner, const std::vector<Region>& regions, bool forward,
-                           const std::string& label, bool run_ahead) {
-  const Mesh& mesh = w.mesh();
-  const int shard_index = mesh.shard_index_of(owner);
-  Op op;
-  op.kind = forward ? OpKind::broadcast : OpKind::reduce;
-  op.phase = forward ? Phase::forward : Phase::backward;
-  op.buffer = forward ? BufferKind::param : BufferKind::grad;
-  op.reduce_op = ReduceOp::avg;
-  op.regions = regions;
-  op.label = label;
-  op.run_ahead = forward && run_ahead;
-  auto across_replicas = [&] {
-    if (mesh.replicate == 1) return;
-    op.root = owner;
-    w.collective(w.replicate_group(shard_index), op);
-  };
-  auto within_shard_groups = [&] {
-    for (int rep = 0; rep < mesh.replicate; ++rep) {
-      op.root = mesh.rank(rep, shard_index);
-      w.collective(w.shard_group(rep), op);
-    }
-  };
-  if (forward) {
-    across_replicas();
-    within_shard_groups();
-  } else {
-    within_shard_groups();
-    across_replicas();
-  }
-}
-
-using BlockOwners = std::map<int, std::vector<Region>>;  // owner -> its regions in one block
-
-// One block's forward broadcast or backward reduce of every owner's matrices, as dedicated
-// (DMuon) sends them; owner-striped lets the broadcasts run ahead (Op::run_ahead) here too.
-void block_collectives(PlanWriter& w, const BlockOwners& owners, bool forward, const std::string& label,
-                       const PlanOptions& o) {
-  const bool run_ahead = traits(w.plan().strategy).rail_striped && o.striped_run_ahead;
-  for (const auto& [o_rank, regions] : owners) dedicated_collectives(w, o_rank, regions, forward, label, run_ahead);
-}
-
-// owner-striped on a 2-D mesh: consecutive blocks joined into buckets of at least
-// o.striped_bucket_bytes_per_rail (the last one may be short), each bucket's collectives
-// rail-striped (core/striped_collectives.hpp): forward buckets in block order, backward in
-// reverse; the forward ones run ahead of the compute when o.striped_run_ahead.
-void striped_collectives(PlanWriter& w, const std::vector<std::pair<std::string, BlockOwners>>& blocks,
-                         const PlanOptions& o) {
-  const std::int64_t bytes_per_rail = o.striped_bucket_bytes_per_rail;
-  const int bytes_per_element = o.bytes_per_element;
-  const bool via_all_reduce = w.mesh().replicate >= o.striped_all_reduce_from_nodes;
-  struct Bucket {
-    std::string label;
-    BlockOwners owners;
-    std::int64_t elements = 0;
-  };
-  std::vector<Bucket> buckets;
-  const std::int64_t rails = w.mesh().shard;
-  for (const auto& [block, owners] : blocks) {
-    if (buckets.empty() || buckets.back().elements * bytes_per_element / rails >= bytes_per_rail) {
-      buckets.push_back({"block " + block, {}, 0});
-    } else if (buckets.back().label.find("..") == std::string::npos) {
-      buckets.back().label += ".." + block;
-    } else {
-      buckets.back().label = buckets.back().label.substr(0, buckets.back().label.find("..") + 2) + block;
-    }
-    for (const auto& [o_rank, regions] : owners) {
-      auto& mine = buckets.back().owners[o_rank];
-      mine.insert(mine.end(), regions.begin(), regions.end());
-      buckets.back().elements += region_elements(regions);
-    }
-  }
-  for (std::size_t b = 0; b < buckets.size(); ++b) {
-    striped_block_collectives(w, buckets[b].owners, true, buckets[b].label, static_cast<int>(b), o.striped_run_ahead,
-                              via_all_reduce);
-  }
-  for (std::size_t b = buckets.size(); b-- > 0;) {
-    striped_block_collectives(w, buckets[b].owners, false, buckets[b].label, static_cast<int>(buckets.size() + b), false,
-                              via_all_reduce);
-  }
-}
-
-// dedicated (DMuon) and owner-striped: each Muon matrix lives whole on its owner; forward
-// broadcast from the owner (coalesced per layer and owner), backward reduce-avg to the owner,
-// owner-only momentum, batched Newton-Schulz and update; other parameters stay with FSDP2 and
-// AdamW on shards. The two differ only in how the broadcasts and reduces travel: owner-striped
-// stripes them over every rail of a 2-D mesh (on one node, or one GPU per node, the striped path
-// would move the same bytes over the same links in more steps, so it sends dedicated's there).
-Plan build_owner_pipeline(PlanWriter& w, const std::vector<int>& owner, const PlanOptions& o) {
-  const ModelSpec& model = w.model();
-  const Routing& routing = w.routing();
-  // Blocks (tower, layer) in the order their first matrix appears, which is the forward order;
-  // keying on the layer index alone would put layer i of every tower in one launch.
-  std::vector<std::pair<std::string, BlockOwners>> blocks;
-  for (std::size_t m = 0; m < routing.muon_matrices.size(); ++m) {
-    const std::string key = layer_key(model, routing.muon_matrices[m]);
-    auto it = std::find_if(blocks.begin(), blocks.end(), [&](const auto& b) { return b.first == key; });
-    if (it == blocks.end()) it = blocks.insert(blocks.end(), {key, {}});
-    it->second[owner[m]].push_back(matrix_region(routing, m));
-  }
-  std::set<std::size_t> fsdp_params;
-  for (std::size_t p = 0; p < model.params.size(); ++p) {
-    if (!is_muon(routing, p)) fsdp_params.insert(p);
-  }
-  for (std::size_t p : fsdp_params) w.fsdp_all_gather(p);
-  const Mesh& mesh = w.mesh();
-  if (traits(w.plan().strategy).rail_striped && mesh.replicate > 1 && mesh.shard > 1) {
-    striped_collectives(w, blocks, o);
-  } else {
-    for (const auto& [block, owners] : blocks) block_collectives(w, owners, true, "block " + block, o);
-    for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) block_collectives(w, it->second, false, "block " + it->first, o);
-  }
-  for (auto it = fsdp_params.rbegin(); it != fsdp_params.rend(); ++it) w.fsdp_reduce_gradient(*it);
-  for (int r = 0; r < w.mesh().world(); ++r) {
-    Matrices mine;
-    for (std::size_t m = 0; m < routing.muon_matrices.size(); ++m) {
-      if (owner[m] == r) mine.push_back(m);
-    }
-    for (std::size_t m : mine) w.compute(r, elementwise(OpKind::momentum, matrix_region(routing, m), routing.muon_matrices[m].name));
-    for (const auto& batch : batches_by_shape(routing, mine, o.max_batch)) w.compute(r, newton_schulz(batch, routing));
-    for (std::size_t m : mine) w.compute(r, elementwise(OpKind::muon_update, matrix_region(routing, m), routing.muon_matrices[m].name));
-  }
-  for (std::size_t p : fsdp_params) w.on_own_shards(OpKind::adamw, p, model.params[p].name);
   return w.finish();
 }
 

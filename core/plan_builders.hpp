@@ -27,6 +27,11 @@ struct PlanOptions {
   // 32: the crossover dmuon-sim finds on 16node.yaml (chain ahead at 4-16 nodes, the
   // all-reduce at 32 and 64; reports/sim-owner-striped.md), not a measured GPU figure.
   int striped_all_reduce_from_nodes = 32;
+  // owner-striped: per Muon matrix, how many GPUs share its Newton-Schulz (core/ns_sharding.hpp):
+  // k > 1 runs it on ranks owner .. owner + k - 1 of the owner's node, each holding a block of
+  // columns from the backward reduce to the forward broadcast. Empty: every matrix whole on its
+  // owner. The step planner fills it (StepPlanOptions::sharded_ns).
+  std::vector<int> ns_shards;
 };
 
 // `owner` per Muon matrix: for `dedicated` the owner's global rank; for `zero1-a2a` the owner's

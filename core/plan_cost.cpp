@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "core/ns_flops.hpp"
+#include "core/ns_sharding.hpp"
 
 namespace dmuon {
 namespace {
@@ -86,6 +87,15 @@ void annotate_plan(Plan& plan, const ModelSpec& model, const Routing& routing, c
         op.payload_bytes = collective_payload_bytes(op, static_cast<int>(r), plan.bytes_per_element);
         continue;
       }
+      if (is_sharded_ns(op)) {  // this member's share; payload: its all-reduces
+        const MuonMatrix& mm = routing.muon_matrices.at(op.matrices.at(0));
+        const std::int64_t columns = op.ns_column_end - op.ns_column_begin;
+        op.flops = ns_shard_flops(kernel, mm.rows, mm.cols, columns, ns.steps, ns.restarts);
+        op.memory_bytes = 2.0 * 2.0 * double(ns_wide_rows(mm)) * double(columns);
+        const NsShardComm comm = ns_shard_comm(kernel, mm.rows, mm.cols, ns.steps, ns.restarts);
+        op.payload_bytes = comm.matrix_all_reduces * comm.bytes_each + 8;
+        continue;
+      }
       if (op.kind == OpKind::newton_schulz) {
         op.flops = 0;
         op.memory_bytes = 0;
@@ -116,6 +126,14 @@ NsTime compute_op_time(const Op& op, const Routing& routing, const OptimizerConf
       const NsTime t = cost.ns_time(shape.first, shape.second, ns_kernel_of(ns), ns.compute_dtype, ns.steps, ns.restarts, count);
       total.seconds += t.seconds;
       if (rank(t.source) < rank(total.source)) total.source = t.source;
+    }
+    // A sharded call's member: the whole call's rate, for its share of the flops (its
+    // all-reduces are priced as collectives by whoever executes the Plan).
+    if (is_sharded_ns(op)) {
+      const MuonMatrix& mm = routing.muon_matrices.at(op.matrices.at(0));
+      const NsKernel kernel = ns_kernel_of(ns);
+      total.seconds *= ns_shard_flops(kernel, mm.rows, mm.cols, op.ns_column_end - op.ns_column_begin, ns.steps, ns.restarts) /
+                       ns_flops(kernel, mm.rows, mm.cols, ns.steps, ns.restarts);
     }
     return total;
   }

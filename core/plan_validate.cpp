@@ -9,6 +9,11 @@
 #include "core/routing.hpp"
 
 namespace dmuon {
+
+// Each sharded Newton-Schulz call: one matrix, members on one node led by the matrix's owner,
+// their column ranges tiling the wide orientation in group order (plan_validate_ns.cpp).
+void check_sharded_ns(const Plan& plan, const Routing& routing);
+
 namespace {
 
 std::string describe(const Plan& plan, int rank, int index) {
@@ -31,7 +36,7 @@ void check_dependencies_and_groups(const Plan& plan) {
         if (d < 0 || d >= i) fail(describe(plan, r, i) + ": dependency " + std::to_string(d) + " is not an earlier op");
       }
       const Op& op = ops[static_cast<std::size_t>(i)];
-      if (!is_collective(op.kind)) continue;
+      if (!synchronizes(op)) continue;
       if (op.group < 0 || op.group >= static_cast<int>(plan.groups.size())) {
         fail(describe(plan, r, i) + ": unknown group " + std::to_string(op.group));
       }
@@ -45,7 +50,8 @@ void check_dependencies_and_groups(const Plan& plan) {
 
 bool same_collective(const Op& a, const Op& b) {
   return a.kind == b.kind && a.group == b.group && a.root == b.root && a.reduce_op == b.reduce_op &&
-         a.buffer == b.buffer && a.regions == b.regions && a.parts == b.parts && a.transfers == b.transfers;
+         a.buffer == b.buffer && a.regions == b.regions && a.parts == b.parts && a.transfers == b.transfers &&
+         a.matrices == b.matrices;
 }
 
 // Every member of the group has exactly one op with the id, all describing the same collective,
@@ -59,7 +65,7 @@ void check_collectives_match(const Plan& plan) {
     const auto& ops = plan.ranks[static_cast<std::size_t>(r)];
     for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
       const Op& op = ops[static_cast<std::size_t>(i)];
-      if (!is_collective(op.kind)) continue;
+      if (!synchronizes(op)) continue;
       if (op.collective < 0) fail(describe(plan, r, i) + ": collective without id");
       max_id = std::max(max_id, op.collective);
       ++uses_total;
@@ -72,7 +78,7 @@ void check_collectives_match(const Plan& plan) {
   std::vector<std::vector<std::pair<int, std::vector<std::int64_t>>>> order(plan.groups.size());
   for (const auto& ops : plan.ranks) {
     for (const Op& op : ops) {
-      if (is_collective(op.kind)) ++first_use[static_cast<std::size_t>(op.collective) + 1];
+      if (synchronizes(op)) ++first_use[static_cast<std::size_t>(op.collective) + 1];
     }
   }
   for (std::size_t k = 1; k < first_use.size(); ++k) first_use[k] += first_use[k - 1];
@@ -81,7 +87,7 @@ void check_collectives_match(const Plan& plan) {
     const auto& ops = plan.ranks[static_cast<std::size_t>(r)];
     for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
       const Op& op = ops[static_cast<std::size_t>(i)];
-      if (!is_collective(op.kind)) continue;
+      if (!synchronizes(op)) continue;
       uses[fill[static_cast<std::size_t>(op.collective)]++] = {r, i};
       auto& lists = order[static_cast<std::size_t>(op.group)];
       if (lists.empty() || lists.back().first != r) lists.push_back({r, {}});
@@ -139,7 +145,7 @@ void check_no_deadlock(const Plan& plan) {
     ready.pop_front();
     const auto& ops = plan.ranks[static_cast<std::size_t>(r)];
     auto& i = next[static_cast<std::size_t>(r)];
-    while (i < ops.size() && !is_collective(ops[i].kind)) ++i;
+    while (i < ops.size() && !synchronizes(ops[i])) ++i;
     if (i == ops.size()) continue;
     const Op& op = ops[i];
     const auto& members = plan.groups[static_cast<std::size_t>(op.group)].ranks;
@@ -209,12 +215,14 @@ void check_updates(const Plan& plan, const ModelSpec& model, const Routing& rout
 // How many ranks run Newton-Schulz on each Muon matrix, and where.
 void check_newton_schulz(const Plan& plan, const Routing& routing) {
   std::vector<std::vector<int>> runs(routing.muon_matrices.size());
+  std::vector<int> shard_group(routing.muon_matrices.size(), -1);  // a sharded call's group
   for (int r = 0; r < static_cast<int>(plan.ranks.size()); ++r) {
     for (const Op& op : plan.ranks[static_cast<std::size_t>(r)]) {
       if (op.kind != OpKind::newton_schulz) continue;
       for (std::size_t m : op.matrices) {
         if (m >= runs.size()) fail("rank " + std::to_string(r) + ": Newton-Schulz of unknown matrix " + std::to_string(m));
         runs[m].push_back(r);
+        if (is_sharded_ns(op)) shard_group[m] = op.group;
       }
     }
   }
@@ -228,7 +236,11 @@ void check_newton_schulz(const Plan& plan, const Routing& routing) {
         for (int r = 0; r < mesh.world(); ++r) expected.push_back(r);
         break;
       case NsRanks::owner:
-        expected.push_back(plan.matrix_owner.at(m));
+        if (shard_group[m] >= 0) {  // its shard group (check_sharded_ns: led by the owner)
+          expected = plan.groups[static_cast<std::size_t>(shard_group[m])].ranks;
+        } else {
+          expected.push_back(plan.matrix_owner.at(m));
+        }
         break;
       case NsRanks::owner_per_replica:
         for (int rep = 0; rep < mesh.replicate; ++rep) {
@@ -238,6 +250,7 @@ void check_newton_schulz(const Plan& plan, const Routing& routing) {
     }
     auto got = runs[m];
     std::sort(got.begin(), got.end());
+    std::sort(expected.begin(), expected.end());
     if (got != expected) {
       if (got.empty()) fail(name + " has no Newton-Schulz (no owner)");
       fail(name + " runs Newton-Schulz on " + std::to_string(got.size()) + " rank(s) (first: rank " +
@@ -259,6 +272,7 @@ void Plan::validate(const ModelSpec& model, const Routing& routing) const {
   check_dependencies_and_groups(*this);
   check_collectives_match(*this);
   check_no_deadlock(*this);
+  check_sharded_ns(*this, routing);
   check_newton_schulz(*this, routing);
   check_updates(*this, model, routing);
 }

@@ -124,6 +124,25 @@ int PlanWriter::compute(int rank, Op op) {
   return index;
 }
 
+int PlanWriter::group_of(const std::vector<int>& ranks, const std::string& name) {
+  for (std::size_t g = 0; g < plan_.groups.size(); ++g) {
+    if (plan_.groups[g].ranks == ranks) return static_cast<int>(g);
+  }
+  plan_.groups.push_back({name, ranks});
+  return static_cast<int>(plan_.groups.size() - 1);
+}
+
+void PlanWriter::joint_compute(int group, std::vector<Op> ops) {
+  const auto& members = plan_.groups[static_cast<std::size_t>(group)].ranks;
+  if (ops.size() != members.size()) throw Error("plan: " + std::to_string(ops.size()) + " joint ops for a group of " + std::to_string(members.size()));
+  const std::int64_t id = next_collective_++;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    ops[i].group = group;
+    ops[i].collective = id;
+    compute(members[i], std::move(ops[i]));
+  }
+}
+
 void PlanWriter::collective(int group, Op op) {
   op.group = group;
   op.stream = StreamKind::comm;

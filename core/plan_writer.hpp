@@ -27,6 +27,12 @@ class PlanWriter {
   // The same collective on every member of `group` (id, group and stream filled in).
   void collective(int group, Op op);
 
+  // The group of exactly `ranks` in this order, added under `name` on first use.
+  int group_of(const std::vector<int>& ranks, const std::string& name);
+  // One compute op per member of `group` (member i runs ops[i]) sharing one collective id:
+  // a sharded Newton-Schulz call, whose members meet as a collective's do.
+  void joint_compute(int group, std::vector<Op> ops);
+
   // FSDP2 pieces for one parameter, for every shard group: all-gather of the parameter
   // (forward) and reduce-scatter (avg) of the gradient plus, on a 2-D mesh, all-reduce (avg) of
   // each shard across replicas (backward).

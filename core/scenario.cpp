@@ -187,6 +187,7 @@ PlannerSpec parse_planner(const YamlValue& value) {
     p.striped_bucket_bytes_per_rail = static_cast<std::int64_t>(v->as_nonnegative_double() * (1 << 20));
   }
   if (auto v = m.find("striped_run_ahead")) p.striped_run_ahead = v->as_bool();
+  if (auto v = m.find("sharded_ns")) p.sharded_ns = v->as_bool();
   if (auto v = m.find("striped_all_reduce_from_nodes")) {
     const std::int64_t nodes = v->as_positive_int();
     if (nodes > std::numeric_limits<int>::max()) v->fail("must be at most " + std::to_string(std::numeric_limits<int>::max()));

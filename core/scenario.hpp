@@ -108,6 +108,7 @@ struct PlannerSpec {
   std::optional<std::int64_t> striped_bucket_bytes_per_rail;
   std::optional<bool> striped_run_ahead;                // Op::run_ahead on its broadcasts
   std::optional<int> striped_all_reduce_from_nodes;     // Op::via_all_reduce from R nodes
+  std::optional<bool> sharded_ns;                       // StepPlanOptions::sharded_ns
 };
 
 struct Scenario {

@@ -1,5 +1,6 @@
 #include "core/step_planner.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <limits>
 #include <string>
@@ -7,10 +8,27 @@
 #include "core/error.hpp"
 #include "core/memory_model.hpp"
 #include "core/owner_columns.hpp"
+#include "core/owner_sharded.hpp"
 #include "core/plan_cost.hpp"
 
 namespace dmuon {
 namespace {
+
+// owner-striped with sharded Newton-Schulz: owners and shard counts when the cost model shards
+// at least one matrix; none when it shards nothing (the plain assignment then stands).
+std::optional<ShardedAssignment> sharded_owners(const Routing& routing, const OptimizerConfig& optimizer, const Mesh& mesh,
+                                                const CostModel& cost, const AssignmentOptions& a,
+                                                const StepPlanOptions& options) {
+  if (!options.sharded_ns || !(options.node_link.bw_GBps > 0) || mesh.shard < 2) return std::nullopt;
+  const NsConfig ns = optimizer.muon.ns;
+  const NodeLink link = options.node_link;
+  const ShardedCost member = [&cost, ns, link](long rows, long cols, int k) {
+    return sharded_ns_seconds(cost, ns, rows, cols, k, link);
+  };
+  ShardedAssignment s = assign_owners_sharded(routing.muon_matrices, ns_batch_cost(cost, ns), member, a, mesh);
+  if (std::all_of(s.shards.begin(), s.shards.end(), [](int k) { return k == 1; })) return std::nullopt;
+  return s;
+}
 
 int checked_int(std::int64_t value, const std::string& key) {
   if (value < 1 || value > std::numeric_limits<int>::max()) {
@@ -71,12 +89,29 @@ StepPlan plan_step(const ModelSpec& model, const Routing& routing, const Optimiz
     }
     owner = out.assignment->owner_of_matrix;
   }
-  out.plan = build_plan(strategy, model, routing, mesh, owner, options.plan);
+  PlanOptions plan_options = options.plan;
+  if (t.rail_striped) {
+    AssignmentOptions a;
+    a.ranks = mesh.world();
+    a.algorithm = options.owner_algorithm;
+    a.max_batch = options.plan.max_batch;
+    if (options.owner_memory_capacity_bytes) {
+      a.memory_capacity_bytes.assign(static_cast<std::size_t>(a.ranks), *options.owner_memory_capacity_bytes);
+    }
+    // Sharding only where it lowers the makespan of the assignment above.
+    auto s = sharded_owners(routing, optimizer, mesh, cost, a, options);
+    if (s && s->assignment.makespan_seconds < out.assignment->makespan_seconds) {
+      out.assignment = std::move(s->assignment);
+      owner = out.assignment->owner_of_matrix;
+      plan_options.ns_shards = std::move(s->shards);
+    }
+  }
+  out.plan = build_plan(strategy, model, routing, mesh, owner, plan_options);
   if (options.memory_limit && t.rail_striped && options.plan.striped_run_ahead) {
     const auto& limit = *options.memory_limit;
     const MemoryBreakdown with = memory_per_gpu(out.plan, model, routing, limit.training);
     if (!with.fits(limit.gpu_memory_GiB)) {
-      PlanOptions without_run_ahead = options.plan;
+      PlanOptions without_run_ahead = plan_options;
       without_run_ahead.striped_run_ahead = false;
       Plan other = build_plan(strategy, model, routing, mesh, owner, without_run_ahead);
       const MemoryBreakdown without = memory_per_gpu(other, model, routing, limit.training);

@@ -8,6 +8,7 @@
 
 #include "core/calibration.hpp"
 #include "core/mesh.hpp"
+#include "core/ns_sharding.hpp"
 #include "core/optimizer_config.hpp"
 #include "core/owner_assignment.hpp"
 #include "core/plan.hpp"
@@ -30,6 +31,12 @@ struct StepPlanOptions {
   // dedicated on a 2-D mesh: spread each layer's bytes over the shard columns (rails) first,
   // then balance NS time inside each column (core/owner_columns.hpp). No packing then.
   bool balance_shard_columns = true;
+  // owner-striped: share the Newton-Schulz of matrices that take longer than a GPU's fair share
+  // among GPUs of their owner's node (core/owner_sharded.hpp), priced with `node_link` for the
+  // all-reduces. Off unless node_link.bw_GBps > 0: the NCCL executor does not run sharded
+  // calls yet, so only callers that price a cluster (the simulator) turn it on.
+  bool sharded_ns = true;
+  NodeLink node_link;
   // Bytes each rank may hold as a dedicated owner; none = unlimited.
   std::optional<double> owner_memory_capacity_bytes;
   // owner-striped's run-ahead broadcasts leave a bf16 replica of every Muon matrix on every GPU

@@ -12,7 +12,29 @@ struct Stage {
   int bucket = -1;
   bool run_ahead = false;
   bool via_all_reduce = false;
+  const ShardHoldings* holdings = nullptr;
 };
+
+Region intersect(const Region& a, const Region& b) {
+  const std::int64_t begin = std::max(a.offset, b.offset);
+  const std::int64_t end = std::min(a.offset + a.count, b.offset + b.count);
+  return {a.param, begin, std::max<std::int64_t>(0, end - begin)};
+}
+
+// Chunk `chunk`, held by `peer`, to (forward: from) whichever GPUs hold its elements for
+// Newton-Schulz: the owner, or the members of a sharded call.
+void exchange_chunk(std::vector<Transfer>& out, const Region& region, const Region& chunk, int peer, int owner,
+                    const Stage& stage) {
+  const auto add = [&](int holder, const Region& piece) {
+    if (holder == peer || piece.count == 0) return;
+    out.push_back(stage.forward ? Transfer{holder, peer, piece, piece} : Transfer{peer, holder, piece, piece});
+  };
+  const auto it = stage.holdings ? stage.holdings->find({region.param, region.offset}) : ShardHoldings::const_iterator{};
+  if (!stage.holdings || it == stage.holdings->end()) return add(owner, chunk);
+  for (const NsShardHolding& h : it->second) {
+    for (const Region& r : h.regions) add(h.rank, intersect(chunk, r));
+  }
+}
 
 // Appends chunk s of each region that has one (rail s's share of an owner's matrices).
 void append_chunks(const std::vector<Region>& regions, int shards, int s, std::vector<Region>& out) {
@@ -35,11 +57,11 @@ Op collective_op(OpKind kind, const Stage& stage, const std::string& label) {
   return op;
 }
 
-// Stage A (forward) or C (backward) on each owner node: chunk s between the owner and GPU s of
-// its node, for every owner of the block on that node, as one all-to-all per node.
+// Stage A (forward) or C (backward) on each owner node: chunk s between the owner (or the
+// members of a sharded call) and GPU s of its node, for every owner of the block on that node,
+// as one all-to-all per node.
 void owner_node_exchange(PlanWriter& w, const std::map<int, std::vector<Region>>& owners, const Stage& stage,
                          const std::string& label) {
-  const bool forward = stage.forward;
   const Mesh& mesh = w.mesh();
   std::map<int, Op> by_node;
   for (const auto& [owner, regions] : owners) {
@@ -48,10 +70,8 @@ void owner_node_exchange(PlanWriter& w, const std::map<int, std::vector<Region>>
     if (it == by_node.end()) it = by_node.emplace(node, collective_op(OpKind::all_to_all, stage, label)).first;
     for (const Region& region : regions) {
       for (int s = 0; s < mesh.shard; ++s) {
-        const int peer = mesh.rank(node, s);
         const Region chunk = stripe_chunk(region, mesh.shard, s);
-        if (peer == owner || chunk.count == 0) continue;
-        it->second.transfers.push_back(forward ? Transfer{owner, peer, chunk, chunk} : Transfer{peer, owner, chunk, chunk});
+        if (chunk.count > 0) exchange_chunk(it->second.transfers, region, chunk, mesh.rank(node, s), owner, stage);
       }
     }
   }
@@ -112,18 +132,20 @@ Region stripe_chunk(const Region& region, int shards, int s) {
 }
 
 void striped_block_collectives(PlanWriter& w, const std::map<int, std::vector<Region>>& owners, bool forward,
-                               const std::string& label, int bucket, bool run_ahead, bool via_all_reduce) {
+                               const std::string& label, int bucket, bool run_ahead, bool via_all_reduce,
+                               const ShardHoldings* holdings) {
   if (w.mesh().replicate < 2 || w.mesh().shard < 2) {
     throw Error("plan: striped collectives need a 2-D mesh, got " + w.mesh().to_string());
   }
+  const Stage stage{forward, bucket, run_ahead, via_all_reduce, holdings};
   if (forward) {
-    owner_node_exchange(w, owners, {true, bucket, run_ahead, via_all_reduce}, label);
-    across_rails(w, owners, {true, bucket, run_ahead, via_all_reduce}, label);
-    inside_nodes(w, owners, {true, bucket, run_ahead, via_all_reduce}, label);
+    owner_node_exchange(w, owners, stage, label);
+    across_rails(w, owners, stage, label);
+    inside_nodes(w, owners, stage, label);
   } else {
-    inside_nodes(w, owners, {false, bucket, run_ahead, via_all_reduce}, label);
-    across_rails(w, owners, {false, bucket, run_ahead, via_all_reduce}, label);
-    owner_node_exchange(w, owners, {false, bucket, run_ahead, via_all_reduce}, label);
+    inside_nodes(w, owners, stage, label);
+    across_rails(w, owners, stage, label);
+    owner_node_exchange(w, owners, stage, label);
   }
 }
 

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "core/ns_sharding.hpp"
 #include "core/plan.hpp"
 #include "core/plan_writer.hpp"
 
@@ -31,10 +32,17 @@ namespace dmuon {
 // short or empty.
 Region stripe_chunk(const Region& region, int shards, int s);
 
+// Matrices whose Newton-Schulz is sharded (core/ns_sharding.hpp), by their region's (param,
+// offset): stage C of the backward sends each chunk's columns to the member holding them, and
+// stage A of the forward takes them from there, instead of gathering on (scattering from) the
+// owner alone: the matrix never sits whole on one GPU.
+using ShardHoldings = std::map<std::pair<std::size_t, std::int64_t>, std::vector<NsShardHolding>>;
+
 // The striped broadcast (forward) or reduce-avg (backward) of one bucket of blocks, `owners`
 // mapping each owner (global rank) to its regions; every op carries `bucket` (Op::bucket) and
 // the forward ones `run_ahead` (Op::run_ahead). Needs replicate > 1 and shard > 1.
 void striped_block_collectives(PlanWriter& w, const std::map<int, std::vector<Region>>& owners, bool forward,
-                               const std::string& label, int bucket, bool run_ahead, bool via_all_reduce);
+                               const std::string& label, int bucket, bool run_ahead, bool via_all_reduce,
+                               const ShardHoldings* holdings = nullptr);
 
 }  // namespace dmuon

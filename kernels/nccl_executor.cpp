@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/ns_sharding.hpp"
 #include "core/plan_fingerprint.hpp"
 #include "kernels/comm_bootstrap.hpp"
 #include "kernels/cuda_check.hpp"
@@ -89,6 +90,8 @@ RankExecutor::RankExecutor(comm::RankComms& comms, const Plan& plan, const Model
                 " ranks, the job " + std::to_string(comms.world()));
   }
   if (!(options.timeout_seconds > 0)) throw Error("executor: timeout_seconds must be > 0");
+  // Sharded Newton-Schulz (core/ns_sharding.hpp) has no NCCL implementation yet.
+  refuse_sharded_ns(plan, comms.rank(), "the NCCL executor");
   for (const auto& [key, policy] : {std::pair{"optimizer.nonfinite (Muon)", config.muon.nonfinite},
                                     std::pair{"optimizer.adamw.nonfinite", config.adamw.nonfinite}}) {
     if (policy != NonfinitePolicy::error) {

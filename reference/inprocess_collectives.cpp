@@ -218,11 +218,12 @@ void move_collective_data(const Op& op, const CommGroup& group, RankBuffers& buf
 // ---------------------------------------------------------------------------------------------
 
 Rendezvous::Rendezvous(const Plan& plan, RankBuffers& buffers, std::chrono::steady_clock::time_point deadline,
-                       double timeout_seconds)
+                       double timeout_seconds, JointCompute joint_compute)
     : plan_(plan),
       buffers_(buffers),
       deadline_(deadline),
       timeout_seconds_(timeout_seconds),
+      joint_compute_(std::move(joint_compute)),
       state_(plan.ranks.size(), State::running),
       waiting_at_(plan.ranks.size(), -1) {}
 
@@ -278,10 +279,18 @@ void Rendezvous::complete(std::unique_lock<std::mutex>& lock, std::int64_t id) {
   const Arrival first = pending_[id].front();
   const Op& op = op_of(first);
   const CommGroup& group = plan_.groups[idx(op.group)];
-  check_collective(op, group, buffers_, describe_op(plan_, first.first, first.second));
-  lock.unlock();
-  move_collective_data(op, group, buffers_);
-  lock.lock();
+  if (is_sharded_ns(op)) {
+    if (!joint_compute_) throw Error(describe_op(plan_, first.first, first.second) + ": no runner for sharded Newton-Schulz");
+    const std::vector<Arrival> members = pending_[id];
+    lock.unlock();
+    joint_compute_(members);
+    lock.lock();
+  } else {
+    check_collective(op, group, buffers_, describe_op(plan_, first.first, first.second));
+    lock.unlock();
+    move_collective_data(op, group, buffers_);
+    lock.lock();
+  }
   pending_.erase(id);
   completed_.insert(id);
   for (int m : group.ranks) {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -55,10 +56,14 @@ void move_collective_data(const Op& op, const CommGroup& group, RankBuffers& buf
 // in a dmuon::Error for a mismatch, a deadlock, another rank's failure or the deadline.
 class Rendezvous {
  public:
+  // Runs a sharded Newton-Schulz call once all its members arrived: (rank, op index) of each,
+  // in arrival order. The rendezvous only meets them; the math is the interpreter's.
+  using JointCompute = std::function<void(const std::vector<std::pair<int, int>>& members)>;
   Rendezvous(const Plan& plan, RankBuffers& buffers, std::chrono::steady_clock::time_point deadline,
-             double timeout_seconds);
+             double timeout_seconds, JointCompute joint_compute = {});
 
-  // Rank `rank` reached its op `index`, a collective; returns once the collective is done.
+  // Rank `rank` reached its op `index`, a collective or sharded Newton-Schulz (synchronizes());
+  // returns once it is done.
   void arrive(int rank, int index);
   // The rank ran the last op of this run: collectives it did not issue can no longer complete.
   void finish(int rank);
@@ -86,6 +91,7 @@ class Rendezvous {
   RankBuffers& buffers_;
   std::chrono::steady_clock::time_point deadline_;
   double timeout_seconds_;
+  JointCompute joint_compute_;
 
   std::mutex mutex_;
   std::condition_variable cv_;

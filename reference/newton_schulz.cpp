@@ -24,21 +24,48 @@ struct Store {
   double operator()(double x) const { return rounding == Rounding::emulate ? round_to(x, dtype) : x; }
 };
 
-// X / normaliser(||X||_F). The GPU reads G in normalize_dtype, reduces the squared norm into a
-// wide accumulator (double here), keeps the scalars and the quotient in normalize_dtype, then
-// casts the quotient to compute_dtype for the iteration.
-Eigen::MatrixXd normalised(Eigen::MatrixXd X, const NsConfig& ns, Rounding rounding) {
-  const Store norm_store{rounding, ns.normalize_dtype};
-  norm_store(X);
-  double frobenius = X.norm();
+// Column blocks of the wide orientation X = [X_0 ... X_{k-1}] (one block: single-device NS).
+// Every product that needs all columns is a sum over blocks in block order: the all-reduce of
+// a sharded call (core/ns_sharding.hpp). With one block each sum is the single product.
+using Shards = std::vector<Eigen::MatrixXd>;
+
+// X X^T summed over the blocks, stored.
+Eigen::MatrixXd gram(const Shards& X, const Store& store) {
+  Eigen::MatrixXd A = X.front() * X.front().transpose();
+  for (std::size_t j = 1; j < X.size(); ++j) A += X[j] * X[j].transpose();
+  store(A);
+  return A;
+}
+
+// ||X||_F from the blocks' sums of squares (the sharded call's scalar all-reduce).
+double frobenius_norm(const Shards& X) {
+  double squares = 0;
+  for (const auto& x : X) squares += x.squaredNorm();
+  const double plain = std::sqrt(squares);
+  bool zero = true;
+  for (const auto& x : X) zero = zero && x.isZero(0.0);
   // The plain sum of squares overflows above ~1e154 and underflows below ~1e-162 (a huge
   // gradient would become a zero update, a subnormal one an unnormalised one); Eigen's scaled
   // norm is exact there. Only then, so every ordinary input keeps its bits.
-  if (!std::isfinite(frobenius) || (frobenius == 0.0 && !X.isZero(0.0))) frobenius = X.stableNorm();
-  frobenius = norm_store(frobenius);
+  if (std::isfinite(plain) && (plain != 0.0 || zero)) return plain;
+  double scale = 0;
+  for (const auto& x : X) scale = std::max(scale, x.stableNorm());
+  if (scale == 0.0) return 0.0;
+  double scaled = 0;
+  for (const auto& x : X) scaled += (x.stableNorm() / scale) * (x.stableNorm() / scale);
+  return scale * std::sqrt(scaled);
+}
+
+// X / normaliser(||X||_F). The GPU reads G in normalize_dtype, reduces the squared norm into a
+// wide accumulator (double here), keeps the scalars and the quotient in normalize_dtype, then
+// casts the quotient to compute_dtype for the iteration.
+void normalise(Shards& X, const NsConfig& ns, Rounding rounding) {
+  const Store norm_store{rounding, ns.normalize_dtype};
+  for (auto& x : X) norm_store(x);
+  const double frobenius = norm_store(frobenius_norm(X));
   // A zero matrix stays zero (0 / eps would be fine too, but this cannot produce 0/0 even
   // when eps rounds to zero in a narrow normalize_dtype).
-  if (frobenius == 0.0) return X;
+  if (frobenius == 0.0) return;
   const double normaliser = norm_store(ns_normaliser(frobenius, ns));
   // fp16 ends at 65504: dividing by an infinite normaliser would return a zero matrix, i.e. a
   // silently skipped update.
@@ -46,10 +73,11 @@ Eigen::MatrixXd normalised(Eigen::MatrixXd X, const NsConfig& ns, Rounding round
     throw Error("newton_schulz: the Frobenius norm " + std::to_string(frobenius) + " of the input overflows " +
                 "normalize_dtype " + std::string(to_string(ns.normalize_dtype)) + "; use a wider normalize_dtype");
   }
-  X /= normaliser;
-  norm_store(X);
-  Store{rounding, ns.compute_dtype}(X);
-  return X;
+  for (auto& x : X) {
+    x /= normaliser;
+    norm_store(x);
+    Store{rounding, ns.compute_dtype}(x);
+  }
 }
 
 // `m` rounded to the compute dtype as a fresh matrix (one op's stored output).
@@ -60,20 +88,30 @@ Eigen::MatrixXd stored(Eigen::MatrixXd m, const Store& store) {
 
 // A = X X^T; B = b A + c A A; X = a X + B X. fused: B and the new X are single fused-epilogue
 // stores. separate: each of b*A, c*A, (c*A) A, their sum, a*X, B X and their sum is stored.
-Eigen::MatrixXd standard_iterations(Eigen::MatrixXd X, const NsConfig& ns, const Store& store) {
+void standard_iterations(Shards& X, const NsConfig& ns, const Store& store) {
   const bool fused = ns.products == NsProducts::fused;
   for (int t = 0; t < ns.steps; ++t) {
     const NsCoefficient k = ns.coefficient(t);
-    const Eigen::MatrixXd A = stored(X * X.transpose(), store);
+    const Eigen::MatrixXd A = gram(X, store);
     Eigen::MatrixXd B = fused ? Eigen::MatrixXd(k.b * A + k.c * (A * A))
                               : Eigen::MatrixXd(stored(k.b * A, store) + stored(stored(k.c * A, store) * A, store));
     store(B);
-    Eigen::MatrixXd next = fused ? Eigen::MatrixXd(k.a * X + B * X)  // a fresh matrix: no aliasing with X
-                                 : Eigen::MatrixXd(stored(k.a * X, store) + stored(B * X, store));
-    store(next);
-    X = std::move(next);
+    for (auto& x : X) {
+      Eigen::MatrixXd next = fused ? Eigen::MatrixXd(k.a * x + B * x)  // a fresh matrix: no aliasing with x
+                                   : Eigen::MatrixXd(stored(k.a * x, store) + stored(B * x, store));
+      store(next);
+      x = std::move(next);
+    }
   }
-  return X;
+}
+
+// Every block times Q (a restart's fold, and the result), stored.
+void left_multiply(const Eigen::MatrixXd& Q, Shards& X, const Store& store) {
+  for (auto& x : X) {
+    Eigen::MatrixXd next = Q * x;
+    store(next);
+    x = std::move(next);
+  }
 }
 
 bool restarts_before(const NsConfig& ns, int t) {
@@ -83,20 +121,16 @@ bool restarts_before(const NsConfig& ns, int t) {
 // Gram NS (kernel-anchors 1.2): iterate on R = X X^T (m x m) and accumulate Q, a polynomial in
 // R, so that the result is Q X. A restart folds Q into X and recomputes R from it, which
 // resets the rounding error R has collected. The a*I terms ride in epilogues (Q Z + a Q, ...).
-Eigen::MatrixXd gram_iterations(Eigen::MatrixXd X, const NsConfig& ns, const Store& store) {
-  const Eigen::Index m = X.rows();
+void gram_iterations(Shards& X, const NsConfig& ns, const Store& store) {
+  const Eigen::Index m = X.front().rows();
   const int last = ns.steps - 1;
-  Eigen::MatrixXd R = X * X.transpose();
-  store(R);
+  Eigen::MatrixXd R = gram(X, store);
   std::optional<Eigen::MatrixXd> Q;  // empty: the accumulator is still the identity
   for (int t = 0; t < ns.steps; ++t) {
     const NsCoefficient k = ns.coefficient(t);
     if (restarts_before(ns, t) && Q) {
-      Eigen::MatrixXd restarted = *Q * X;
-      store(restarted);
-      X = std::move(restarted);
-      R = X * X.transpose();
-      store(R);
+      left_multiply(*Q, X, store);
+      R = gram(X, store);
       Q.reset();
     }
     Eigen::MatrixXd Z = k.b * R + k.c * (R * R);
@@ -117,10 +151,18 @@ Eigen::MatrixXd gram_iterations(Eigen::MatrixXd X, const NsConfig& ns, const Sto
       R = std::move(next_R);
     }
   }
-  if (!Q) return X;  // zero steps
-  Eigen::MatrixXd result = *Q * X;
-  store(result);
-  return result;
+  if (Q) left_multiply(*Q, X, store);  // no Q: zero steps
+}
+
+// The whole call on the blocks, in place.
+void iterate(Shards& X, const NsConfig& ns, Rounding rounding) {
+  normalise(X, ns, rounding);  // a zero input stays zero through the iterations
+  const Store store{rounding, ns.compute_dtype};
+  if (ns.variant == NsVariant::gram) {
+    gram_iterations(X, ns, store);
+  } else {
+    standard_iterations(X, ns, store);
+  }
 }
 
 }  // namespace
@@ -134,13 +176,23 @@ Eigen::MatrixXd newton_schulz(const Eigen::MatrixXd& G, const NsConfig& ns, Roun
   if (G.size() == 0) return G;
   // Work on the wide orientation so the Gram matrices are the small m x m side.
   const bool transposed = G.rows() > G.cols();
-  Eigen::MatrixXd X = transposed ? Eigen::MatrixXd(G.transpose()) : G;
-  X = normalised(std::move(X), ns, rounding);
-  const Store store{rounding, ns.compute_dtype};
-  X = ns.variant == NsVariant::gram ? gram_iterations(std::move(X), ns, store)
-                                    : standard_iterations(std::move(X), ns, store);
-  if (transposed) return X.transpose();
-  return X;
+  Shards X{transposed ? Eigen::MatrixXd(G.transpose()) : G};
+  iterate(X, ns, rounding);
+  if (transposed) return X.front().transpose();
+  return X.front();
+}
+
+std::vector<Eigen::MatrixXd> sharded_newton_schulz(std::vector<Eigen::MatrixXd> shards, const NsConfig& ns,
+                                                   Rounding rounding) {
+  if (shards.empty()) throw Error("sharded_newton_schulz: no shards");
+  for (const auto& x : shards) {
+    if (x.rows() != shards.front().rows() || x.cols() == 0) {
+      throw Error("sharded_newton_schulz: every shard needs " + std::to_string(shards.front().rows()) +
+                  " rows and at least one column");
+    }
+  }
+  iterate(shards, ns, rounding);
+  return shards;
 }
 
 Eigen::MatrixXd polar_factor(const Eigen::MatrixXd& G) {

@@ -1,6 +1,8 @@
 // Newton-Schulz orthogonalisation in double precision: standard and Gram variants, exact or
 // with the GPU's storage roundings emulated, plus SVD-based predictions to check against.
 #pragma once
+#include <vector>
+
 #include <Eigen/Core>
 
 #include "core/optimizer_config.hpp"
@@ -16,6 +18,14 @@ namespace dmuon::ref {
 // Zero input gives zero output. Throws dmuon::Error when the input's norm does not fit
 // normalize_dtype (fp16 beyond 65504) under Rounding::emulate.
 Eigen::MatrixXd newton_schulz(const Eigen::MatrixXd& G, const NsConfig& ns, Rounding rounding);
+
+// The same call run as sharded over k GPUs (core/ns_sharding.hpp): `shards` are the column
+// blocks [X_0 ... X_{k-1}] of the already wide (m <= n) input, every one m rows; returns the
+// output's blocks. Every sum over columns (the squared norm, each X X^T) is taken block by
+// block in block order, as the all-reduce does; with one shard this IS newton_schulz's
+// iteration. Throws dmuon::Error for no shard, ragged rows or an empty shard.
+std::vector<Eigen::MatrixXd> sharded_newton_schulz(std::vector<Eigen::MatrixXd> shards, const NsConfig& ns,
+                                                   Rounding rounding);
 
 // The divisor newton_schulz applies to the (transposed) input with Frobenius norm
 // `frobenius`: clamp: max(frobenius * scale, eps); add: frobenius * scale + eps.

@@ -1,11 +1,13 @@
 #include "reference/plan_interpreter.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <thread>
 
 #include "core/error.hpp"
 #include "reference/elementwise_steps.hpp"
+#include "core/ns_sharding.hpp"
 #include "reference/newton_schulz.hpp"
 #include "reference/nonfinite.hpp"
 
@@ -150,7 +152,8 @@ std::vector<std::vector<Eigen::VectorXd>> PlanInterpreter::params_after_forward(
 // One thread a rank; the run's first error (its cause, not the echoes) is rethrown once all
 // threads have stopped, which the rendezvous guarantees happens.
 void PlanInterpreter::run(Run which, std::chrono::steady_clock::time_point until) {
-  Rendezvous rendezvous(plan_, buffers_, until, options_.timeout_seconds);
+  Rendezvous rendezvous(plan_, buffers_, until, options_.timeout_seconds,
+                        [this](const std::vector<std::pair<int, int>>& members) { sharded_newton_schulz(members); });
   for (auto& e : rank_errors_) e.clear();
   std::vector<std::thread> threads;
   threads.reserve(plan_.ranks.size());
@@ -168,7 +171,7 @@ void PlanInterpreter::run_rank(int rank, Run which, Rendezvous& rendezvous) {
       const bool forward = ops[at(i)].phase == Phase::forward;
       if (forward != (which == Run::forward)) continue;
       rendezvous.throw_if_aborted();
-      if (is_collective(ops[at(i)].kind)) {
+      if (synchronizes(ops[at(i)])) {
         rendezvous.arrive(rank, i);
       } else {
         compute(rank, i);
@@ -224,6 +227,55 @@ void PlanInterpreter::newton_schulz(int rank, const Op& op, const std::string& w
     const Eigen::MatrixXd output = ref::newton_schulz(input, config_.muon.ns, rounding_);
     Eigen::Map<RowMajor>(buffers_.at(rank, BufferKind::ns_output, region, where), mm.rows, mm.cols) = output;
     require_finite(output.data(), output.size(), where, "Newton-Schulz output", mm.param);
+  }
+}
+
+// A sharded call (Op::ns_column_begin): each member's columns of the wide orientation read from
+// its own ns_input, the call run on the blocks in group order (sums over blocks as its
+// all-reduces take them), each block written to its member's ns_output.
+void PlanInterpreter::sharded_newton_schulz(const std::vector<std::pair<int, int>>& members) {
+  std::vector<std::pair<int, int>> ordered = members;
+  const Op& first = plan_.ranks[at(ordered.front().first)][at(ordered.front().second)];
+  const auto& group = plan_.groups.at(at(first.group)).ranks;
+  std::sort(ordered.begin(), ordered.end(), [&](const auto& a, const auto& b) {
+    return std::find(group.begin(), group.end(), a.first) < std::find(group.begin(), group.end(), b.first);
+  });
+  const std::string where = describe_op(plan_, ordered.front().first, ordered.front().second);
+  if (first.matrices.size() != 1 || first.matrices.front() >= routing_.muon_matrices.size()) {
+    throw Error(where + ": a sharded Newton-Schulz names one known Muon matrix");
+  }
+  const std::size_t m = first.matrices.front();
+  const MuonMatrix& mm = routing_.muon_matrices[m];
+  if (skip_[mm.param]) return;
+  const Region whole = matrix_region(routing_, m);
+  const bool transposed = mm.rows > mm.cols;  // as newton_schulz: work on the wide orientation
+  const Eigen::Index wide_rows = std::min(mm.rows, mm.cols);
+  using Strided = Eigen::Map<RowMajor, 0, Eigen::OuterStride<>>;
+  auto block = [&](int rank, BufferKind kind, const Op& op) {  // this member's columns, in place
+    const std::int64_t begin = op.ns_column_begin, count = op.ns_column_end - op.ns_column_begin;
+    if (begin < 0 || count < 1 || begin + count > std::max(mm.rows, mm.cols)) {
+      throw Error(where + ": rank " + std::to_string(rank) + " sharded Newton-Schulz columns outside matrix '" + mm.name + "'");
+    }
+    double* base = buffers_.at(rank, kind, whole, where);
+    // Tall: the wide orientation's columns are rows of the stored matrix; wide: a strided block.
+    return transposed ? Strided(base + begin * mm.cols, count, mm.cols, Eigen::OuterStride<>(mm.cols))
+                      : Strided(base + begin, wide_rows, count, Eigen::OuterStride<>(mm.cols));
+  };
+  std::vector<Eigen::MatrixXd> shards;
+  for (const auto& [rank, index] : ordered) {
+    const Strided in = block(rank, BufferKind::ns_input, plan_.ranks[at(rank)][at(index)]);
+    shards.push_back(transposed ? Eigen::MatrixXd(in.transpose()) : Eigen::MatrixXd(in));
+  }
+  shards = ref::sharded_newton_schulz(std::move(shards), config_.muon.ns, rounding_);
+  for (std::size_t j = 0; j < ordered.size(); ++j) {
+    const auto [rank, index] = ordered[j];
+    Strided out = block(rank, BufferKind::ns_output, plan_.ranks[at(rank)][at(index)]);
+    if (transposed) {
+      out = shards[j].transpose();
+    } else {
+      out = shards[j];
+    }
+    require_finite(shards[j].data(), shards[j].size(), where, "Newton-Schulz output", mm.param);
   }
 }
 

@@ -61,6 +61,7 @@ class PlanInterpreter {
   void compute(int rank, int index);
   void momentum(int rank, const Op& op, const std::string& where);
   void newton_schulz(int rank, const Op& op, const std::string& where);
+  void sharded_newton_schulz(const std::vector<std::pair<int, int>>& members);
   void muon_update(int rank, const Op& op, const std::string& where);
   void adamw(int rank, const Op& op, const std::string& where);
   void mark_nonfinite_gradients(const std::vector<std::vector<Eigen::VectorXd>>& local_grads);

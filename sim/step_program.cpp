@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "core/forward_backward_cost.hpp"
+#include "core/ns_sharding.hpp"
 #include "core/plan_cost.hpp"
 #include "core/plan_writer.hpp"
 
@@ -151,12 +152,14 @@ class RankBuilder {
   bool collecting = true;
   std::set<std::pair<int, int>> edges;
   std::vector<int> positions;
+  const NsConfig* ns = nullptr;  // the Newton-Schulz config: a sharded call's all-reduces
 
  private:
   int merged_index(int rank, const Op& op, int unit);
   void classify(int rank);  // fills fwd_, bwd_ (per unit) and optimizer_ops_
   void add_plan_deps(SimOp& s, const std::vector<int>& members, int self);
   int collective_op(int c, const std::vector<int>& members, std::vector<int> extra);
+  int sharded_ns(int i, const NsTime& priced);
   void emit_forward_backward();
   int emit(SimOp op) {
     ops_.push_back(std::move(op));
@@ -322,6 +325,42 @@ int RankBuilder::collective_op(int c, const std::vector<int>& members, std::vect
   return emit(std::move(s));
 }
 
+// A member of a sharded Newton-Schulz call (core/ns_sharding.hpp): its all-reduces on the
+// group, one launch each (the squared norm, then every m x m Gram product), on the compute
+// stream because the next GEMM waits for each; then the member's share of the compute. The
+// all-reduces are listed before the compute (the GPU interleaves them; the sum is the same
+// while nothing else runs on the stream).
+int RankBuilder::sharded_ns(int i, const NsTime& priced) {
+  const Op& op = plan_.ranks[static_cast<std::size_t>(rank_)][static_cast<std::size_t>(i)];
+  const MuonMatrix& mm = routing_.muon_matrices.at(op.matrices.at(0));
+  const NsShardComm comm = ns_shard_comm(ns_kernel_of(*ns), mm.rows, mm.cols, ns->steps, ns->restarts);
+  const auto id = static_cast<std::size_t>(op.collective);
+  if (id >= by_id.size()) by_id.resize(std::max(id + 1, 2 * by_id.size()), -1);
+  if (by_id[id] < 0) {  // first member seen: the group's collectives, consecutive
+    by_id[id] = static_cast<int>(prog_.collectives.size());
+    for (int k = 0; k <= comm.matrix_all_reduces; ++k) {
+      SimCollective c;
+      c.call.kind = OpKind::all_reduce;
+      c.call.members = plan_.groups[static_cast<std::size_t>(op.group)].ranks;
+      c.call.bytes = k == 0 ? 8 : comm.bytes_each;
+      c.phase = Phase::optimizer;
+      c.stream = kComputeStream;
+      c.label = (k == 0 ? "NS norm " : "NS Gram product ") + op.label;
+      c.group = plan_.groups[static_cast<std::size_t>(op.group)].name;
+      c.calls = 1;
+      prog_.collectives.push_back(std::move(c));
+    }
+  }
+  int last = collective_op(by_id[id], {i}, {});
+  for (int k = 1; k <= comm.matrix_all_reduces; ++k) last = collective_op(by_id[id] + k, {}, {last});
+  SimOp s{kComputeStream, Phase::optimizer, std::string(to_string(op.kind)), op.label, priced.seconds, -1, {last},
+          std::string(source_class(priced.source))};
+  s.launches = 1;
+  const int index = emit(std::move(s));
+  sim_of_[static_cast<std::size_t>(i)] = index;
+  return index;
+}
+
 // Forward: per unit its gathers (gated by the prefetch depth), then its compute. Backward, in
 // reverse: Z3 re-gathers, compute, then the unit's reductions.
 void RankBuilder::emit_forward_backward() {
@@ -401,6 +440,10 @@ std::vector<SimOp> RankBuilder::build(int rank, const std::vector<NsTime>& compu
     previous = i;
     if (is_collective(op.kind)) {
       collective_op(merged_index(rank, op, -1), {i}, {});
+      continue;
+    }
+    if (is_sharded_ns(op)) {
+      sharded_ns(i, compute[static_cast<std::size_t>(i)]);
       continue;
     }
     const NsTime& priced = compute[static_cast<std::size_t>(i)];
@@ -543,6 +586,7 @@ StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const R
     prog.ranks.clear();
     prog.collectives.clear();
     RankBuilder builder(prog, plan, routing, units, training, options.plan_as_is, merge, issue_s.has_value());
+    builder.ns = &optimizer.muon.ns;
     try {
       for (std::size_t r = 0; r < plan.ranks.size(); ++r) builder.build(static_cast<int>(r), seconds[r]);
       builder.positions = global_positions(static_cast<int>(prog.collectives.size()), builder.edges);
