@@ -1,7 +1,7 @@
 // dmuon-sim: one training step of every strategy of a scenario on a simulated cluster.
 //   dmuon-sim --scenario scenarios/16node.yaml [--strategy S]... [--mode fast|flows]
 //             [--json FILE] [--csv FILE] [--trace FILE] [--sweep key=v1,v2,...]
-//             [--validate reports/step-<machine>.json] [--calibration FILE]
+//             [--validate reports/step-<machine>.json] [--calibration FILE] [--host-memory-GiB G]
 // Exit 0 when every strategy was simulated; 1 when one could not be (it does not fit the GPU's
 // memory, or the scenario lacks what the simulator needs: its row says why, and one line on
 // stderr counts them); 2 on bad arguments or input (one line on stderr naming what is wrong).
@@ -15,6 +15,7 @@
 #include "core/provenance.hpp"
 #include "harness/sim/sim_report.hpp"
 #include "harness/sim/sim_validate.hpp"
+#include "sim/memory_estimate.hpp"
 
 namespace po = boost::program_options;
 using namespace dmuon;
@@ -25,6 +26,7 @@ struct Args {
   std::string scenario, mode, json, csv, trace, sweep, validate, calibration, command;
   std::vector<std::string> strategies;
   int trace_nodes = 2;
+  double host_memory_GiB = 0;  // 0: MemAvailable
   int parallel = std::max(1u, std::thread::hardware_concurrency());
 };
 
@@ -40,6 +42,8 @@ bool parse(int argc, char** argv, Args& a) {
       ("trace", po::value(&a.trace), "Chrome trace (Perfetto); FILE-<strategy>.json per strategy")
       ("trace-nodes", po::value(&a.trace_nodes)->default_value(a.trace_nodes), "nodes the trace shows (0 = all)")
       ("parallel", po::value(&a.parallel)->default_value(a.parallel), "strategies simulated at once (one process each)")
+      ("host-memory-GiB", po::value(&a.host_memory_GiB),
+       "host memory the simulations may use (default: MemAvailable); a larger estimate is refused up front")
       ("sweep", po::value(&a.sweep), "key=v1,v2,... e.g. nodes=1,2,4,8,16 or training.mfu=0.3,0.4")
       ("validate", po::value(&a.validate), "measured dmuon-bench step report: prediction vs measurement");
   po::variables_map vm;
@@ -51,6 +55,9 @@ bool parse(int argc, char** argv, Args& a) {
   po::notify(vm);
   if (a.scenario.empty() && a.validate.empty()) throw Error("--scenario: required");
   if (a.parallel < 1) throw Error("--parallel: must be >= 1, got " + std::to_string(a.parallel));
+  if (vm.count("host-memory-GiB") && !(a.host_memory_GiB > 0)) {
+    throw Error("--host-memory-GiB: must be > 0, got " + std::to_string(a.host_memory_GiB));
+  }
   a.command = command_line(argc, argv);
   return true;
 }
@@ -115,6 +122,13 @@ int run(const Args& a) {
     options.sim.mode = sc.sim_mode;
     options.sim.trace_file = a.trace;
     options.sim.trace_nodes = a.trace_nodes;
+    if (a.host_memory_GiB > 0) {
+      options.host_memory_limit_bytes = a.host_memory_GiB * 1024 * 1024 * 1024;
+      options.host_memory_limit_source = "--host-memory-GiB allows";
+    } else {
+      options.host_memory_limit_bytes = sim::host_memory_available_bytes();
+      options.host_memory_limit_source = "available on this host (MemAvailable; --host-memory-GiB sets it)";
+    }
     std::vector<sim::RunOptions> per_strategy;
     for (Strategy s : strategies) {
       sim::RunOptions mine = options;

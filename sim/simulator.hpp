@@ -1,9 +1,10 @@
-// Runs a StepProgram on the SimGrid platform of a cluster: three actors per GPU (its compute,
-// gather and reduce streams) run their ops in order, each op starting once its dependencies on
-// the same GPU are done; a collective starts when every member's stream has reached it (as an
-// NCCL kernel progresses only once all ranks launched it) and is executed by the last one to
-// arrive, in `flows` mode step by step as point-to-point flows, in `fast` mode as one parallel
-// task plus the latency and pipeline-fill terms of its schedule (collective_schedule.hpp).
+// Runs a StepProgram on the SimGrid platform of a cluster: one actor per GPU stream in use
+// (compute, gather, reduce, broadcast streams; sim/runner.hpp) runs its ops in order, each op
+// starting once its dependencies on the same GPU are done; a collective starts when every
+// member's stream has reached it (as an NCCL kernel progresses only once all ranks launched it)
+// and is executed by the last one to arrive, in `flows` mode step by step as point-to-point
+// flows, in `fast` mode as one parallel task plus the latency and pipeline-fill terms of its
+// schedule (collective_schedule.hpp).
 // Compute ops are delays of the cost model's seconds: one compute stream per GPU, no slowdown
 // of compute by concurrent NCCL kernels (a known gap: NVIDIA/nccl#701).
 #pragma once
@@ -43,6 +44,10 @@ struct SimOptions {
   SimMode mode = SimMode::fast;
   std::string trace_file;     // Chrome trace (Perfetto) when not empty
   int trace_nodes = 2;        // nodes whose GPUs the trace shows (all when <= 0)
+  // Wait on every dependency of an op and wake every waiting stream of a GPU at each op's end,
+  // as the runner did before it reduced dependencies to one per stream (runner.hpp): the
+  // reference the tests hold the default runner to. Same predictions, slower.
+  bool reference_runner = false;
 };
 
 // Forks a child for the simulation (isolated_run.hpp). Throws dmuon::Error for a deadlock

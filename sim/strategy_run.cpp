@@ -9,6 +9,7 @@
 #include "core/step_planner.hpp"
 #include "sim/isolated_run.hpp"
 #include "sim/measured_collectives.hpp"
+#include "sim/memory_estimate.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -88,6 +89,13 @@ StrategyResult result_from(const json& j, Strategy strategy) {
   return r;
 }
 
+// The memory check up front (sim/memory_estimate.hpp): throws when the estimate exceeds the limit.
+double checked_host_estimate(const Scenario& scenario, Strategy strategy, const RunOptions& options) {
+  const SimMemoryEstimate e = estimate_sim_memory(scenario, strategy, route_parameters(scenario.model, scenario.routing));
+  check_sim_memory(e, strategy, options.host_memory_limit_bytes, options.host_memory_limit_source);
+  return e.bytes;
+}
+
 }  // namespace
 
 std::map<std::string, double> source_shares(const std::map<std::string, double>& seconds_by_source) {
@@ -101,6 +109,7 @@ std::map<std::string, double> source_shares(const std::map<std::string, double>&
 
 StrategyResult run_strategy(const Scenario& scenario, Strategy strategy, const CostModel& cost,
                             const RunOptions& options) {
+  checked_host_estimate(scenario, strategy, options);
   return result_from(json::parse(run_isolated([&] { return run_here(scenario, strategy, cost, options).dump(); })), strategy);
 }
 
@@ -110,8 +119,11 @@ std::vector<StrategyOutcome> run_strategies(const Scenario& scenario, const std:
   if (options.size() != strategies.size()) throw Error("sim: one RunOptions per strategy expected");
   std::vector<StrategyOutcome> out(strategies.size());
   std::deque<std::pair<std::size_t, IsolatedRun>> running;
+  std::vector<double> estimate(strategies.size(), 0);
+  double in_flight = 0;  // estimated host bytes of the simulations running
   auto collect = [&] {
     auto& [i, run] = running.front();
+    in_flight -= estimate[i];
     out[i].strategy = strategies[i];
     try {
       out[i].result = result_from(json::parse(run.wait()), strategies[i]);
@@ -122,7 +134,20 @@ std::vector<StrategyOutcome> run_strategies(const Scenario& scenario, const std:
     running.pop_front();
   };
   for (std::size_t i = 0; i < strategies.size(); ++i) {
-    if (static_cast<int>(running.size()) >= std::max(1, parallel)) collect();
+    const double limit = options[i].host_memory_limit_bytes;
+    try {
+      estimate[i] = checked_host_estimate(scenario, strategies[i], options[i]);
+    } catch (const Error& e) {
+      out[i].strategy = strategies[i];
+      out[i].error = e.what();
+      if (done) done(i);
+      continue;
+    }
+    while (!running.empty() && (static_cast<int>(running.size()) >= std::max(1, parallel) ||
+                                (limit > 0 && in_flight + estimate[i] > limit))) {
+      collect();
+    }
+    in_flight += estimate[i];
     running.emplace_back(i, IsolatedRun([&, i] { return run_here(scenario, strategies[i], cost, options[i]).dump(); }));
   }
   while (!running.empty()) collect();

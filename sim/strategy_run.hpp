@@ -39,6 +39,11 @@ struct RunOptions {
   SimOptions sim;
   ProgramOptions program;
   bool check_memory = true;
+  // Host memory the simulations may hold at once (sim/memory_estimate.hpp); 0: no limit. A
+  // strategy whose estimate exceeds it is refused before it starts; run_strategies runs fewer
+  // at a time while the estimates of those running together would exceed it.
+  double host_memory_limit_bytes = 0;
+  std::string host_memory_limit_source = "host memory limit";
 };
 
 // The cost model of a scenario: its GPU profile (cluster.gpu), with the calibration file when
@@ -50,7 +55,8 @@ CostModel scenario_cost_model(const Scenario& scenario, const std::string& calib
 std::map<std::string, double> source_shares(const std::map<std::string, double>& seconds_by_source);
 
 // Throws dmuon::Error: planning errors, "strategy S needs X GiB per GPU ..." when it does not
-// fit cluster.gpu_memory_GiB, simulation errors.
+// fit cluster.gpu_memory_GiB, "... needs an estimated X GiB of host memory ..." when its
+// simulation would not fit options.host_memory_limit_bytes, simulation errors.
 StrategyResult run_strategy(const Scenario& scenario, Strategy strategy, const CostModel& cost,
                             const RunOptions& options);
 

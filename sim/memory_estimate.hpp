@@ -1,0 +1,34 @@
+// Host memory one strategy's simulation needs, estimated before anything is built, so that a
+// scenario too large for this machine is refused with the figure instead of being killed by
+// the OS half-way (the Plan, the step program and SimGrid's actors all grow with GPUs x
+// parameters). SimGrid-free.
+#pragma once
+#include <string>
+
+#include "core/routing.hpp"
+#include "core/scenario.hpp"
+
+namespace dmuon::sim {
+
+struct SimMemoryEstimate {
+  double bytes = 0;            // peak resident bytes of the simulation process
+  std::int64_t gpus = 0;       // cluster.nodes x cluster.gpus_per_node
+  std::int64_t items = 0;      // parameters + Muon matrices: what a rank's op list grows with
+  double bytes_per_gpu_item = 0;
+  double bytes_per_gpu = 0;
+};
+
+// A linear fit of measured peak RSS (reports/sim-speed.md: this machine, 8 to 1,024 GPUs of
+// scenarios/16node.yaml, every strategy), rounded up; ignores the model's sizes (a Plan holds
+// regions, not data).
+SimMemoryEstimate estimate_sim_memory(const Scenario& scenario, Strategy strategy, const Routing& routing);
+
+// MemAvailable of /proc/meminfo in bytes; 0 when it cannot be read.
+double host_memory_available_bytes();
+
+// Throws dmuon::Error naming the strategy, the GPU count, the estimate and the limit when the
+// estimate exceeds `limit_bytes` (> 0); `limit_source` says where the limit came from.
+void check_sim_memory(const SimMemoryEstimate& estimate, Strategy strategy, double limit_bytes,
+                      const std::string& limit_source);
+
+}  // namespace dmuon::sim

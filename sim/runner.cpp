@@ -1,0 +1,237 @@
+#include "sim/runner.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+
+namespace dmuon::sim {
+namespace {
+
+constexpr int kAnyStream = -2;  // reference_runner: woken by any op's end, as before
+
+// Sleeps until `t_s` when it is still ahead; returns the seconds slept.
+double sleep_until(double t_s) {
+  const double now = sg4::Engine::get_clock();
+  if (!(t_s > now)) return 0;
+  sg4::this_actor::sleep_until(t_s);
+  return t_s - now;
+}
+
+}  // namespace
+
+void Runner::start(const std::vector<sg4::Host*>& hosts) {
+  hosts_ = hosts;
+  ranks_.resize(prog_.ranks.size());
+  reduce_dependencies();
+  for (std::size_t r = 0; r < prog_.ranks.size(); ++r) {
+    RankSync& rs = ranks_[r];
+    rs.mutex = sg4::Mutex::create();
+    const std::size_t n = prog_.ranks[r].size();
+    rs.done.assign(n, 0);
+    rs.start.assign(n, 0);
+    rs.end.assign(n, 0);
+    rs.host_wait.assign(n, 0);
+    rs.completed.assign(kStreams, 0);
+    rs.wait_stream.assign(kStreams, -1);
+    rs.wait_count.assign(kStreams, 0);
+    std::vector<std::vector<int>> by_stream(kStreams);
+    for (std::size_t i = 0; i < n; ++i) by_stream[static_cast<std::size_t>(prog_.ranks[r][i].stream)].push_back(static_cast<int>(i));
+    for (int s = 0; s < kStreams; ++s) {
+      rs.cv.push_back(sg4::ConditionVariable::create());
+      if (by_stream[s].empty()) continue;
+      sg4::Actor::create("r" + std::to_string(r) + "s" + std::to_string(s), hosts_[r],
+                         [this, r, s, ops = std::move(by_stream[s])] { stream_actor(static_cast<int>(r), s, ops); });
+    }
+  }
+  colls_.resize(prog_.collectives.size());
+  for (auto& c : colls_) {
+    c.mutex = sg4::Mutex::create();
+    c.cv = sg4::ConditionVariable::create();
+  }
+  barrier_.mutex = sg4::Mutex::create();
+  barrier_.cv = sg4::ConditionVariable::create();
+  long first = 0;
+  bool second = false;
+  for (const auto& ops : prog_.ranks) {
+    for (const SimOp& op : ops) {
+      if (op.issue_clock == 0) {
+        ++first;
+      } else {
+        second = true;
+      }
+    }
+  }
+  if (second && prog_.issue_s_per_launch) barrier_.pending = first;
+}
+
+void Runner::reduce_dependencies() {
+  need_begin_.assign(prog_.ranks.size(), {});
+  needs_.clear();
+  std::vector<int> position;  // op -> its place in its stream
+  for (std::size_t r = 0; r < prog_.ranks.size(); ++r) {
+    const auto& ops = prog_.ranks[r];
+    position.assign(ops.size(), 0);
+    int count[kStreams] = {};
+    for (std::size_t i = 0; i < ops.size(); ++i) position[i] = count[ops[i].stream]++;
+    auto& begin = need_begin_[r];
+    begin.assign(ops.size() + 1, 0);
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      begin[i] = needs_.size();
+      int need[kStreams] = {};
+      for (int d : ops[i].deps) {
+        const auto k = static_cast<std::size_t>(d);
+        const int s = ops[k].stream;
+        // A dependency later in its own stream never ends first: kept, it deadlocks as before.
+        if (s == ops[i].stream && position[k] < position[i]) continue;
+        need[s] = std::max(need[s], position[k] + 1);
+      }
+      for (int s = 0; s < kStreams; ++s) {
+        if (need[s] > 0) needs_.push_back({s, need[s]});
+      }
+    }
+    begin[ops.size()] = needs_.size();
+  }
+}
+
+double Runner::clock_origin(int issue_clock) {
+  if (issue_clock == 0) return 0;
+  if (barrier_.pending > 0) {
+    std::unique_lock<sg4::Mutex> lock(*barrier_.mutex);
+    ++barrier_.waiting;
+    while (barrier_.pending > 0) barrier_.cv->wait(lock);
+    --barrier_.waiting;
+  }
+  return barrier_.at_s;
+}
+
+void Runner::pass_barrier() {
+  if (barrier_.pending == 0 || --barrier_.pending > 0) return;
+  barrier_.at_s = sg4::Engine::get_clock();
+  if (barrier_.waiting > 0) barrier_.cv->notify_all();
+}
+
+void Runner::wait_needs(int rank, int stream, int op) {
+  RankSync& rs = ranks_[static_cast<std::size_t>(rank)];
+  const auto& begin = need_begin_[static_cast<std::size_t>(rank)];
+  for (std::size_t k = begin[static_cast<std::size_t>(op)]; k < begin[static_cast<std::size_t>(op) + 1]; ++k) {
+    const Need n = needs_[k];
+    if (rs.completed[n.stream] >= n.count) continue;
+    std::unique_lock<sg4::Mutex> lock(*rs.mutex);
+    rs.wait_stream[stream] = n.stream;
+    rs.wait_count[stream] = n.count;
+    while (rs.completed[n.stream] < n.count) rs.cv[stream]->wait(lock);
+    rs.wait_stream[stream] = -1;
+  }
+}
+
+// The per-op dependency lists and a wake-up of every waiting stream at every op's end: what
+// the runner did before reduce_dependencies, kept as the reference the tests compare against.
+void Runner::wait_all_deps(int rank, int stream, const std::vector<int>& deps) {
+  RankSync& rs = ranks_[static_cast<std::size_t>(rank)];
+  std::size_t next = 0;  // deps before it are done: a wake-up does not rescan them
+  auto ready = [&] {
+    while (next < deps.size() && rs.done[static_cast<std::size_t>(deps[next])]) ++next;
+    return next == deps.size();
+  };
+  if (ready()) return;
+  std::unique_lock<sg4::Mutex> lock(*rs.mutex);
+  rs.wait_stream[stream] = kAnyStream;
+  while (!ready()) rs.cv[stream]->wait(lock);
+  rs.wait_stream[stream] = -1;
+}
+
+void Runner::op_done(int rank, int stream, std::size_t op) {
+  RankSync& rs = ranks_[static_cast<std::size_t>(rank)];
+  rs.done[op] = 1;
+  const int completed = ++rs.completed[stream];
+  for (int t = 0; t < kStreams; ++t) {
+    const int w = rs.wait_stream[t];
+    if (w == kAnyStream || (w == stream && rs.wait_count[t] <= completed)) rs.cv[t]->notify_all();
+  }
+}
+
+// An op starts once its dependencies are done, its stream is free (the ops before it on this
+// actor) and, with the host issue model, its host has enqueued it; it ends no earlier than its
+// last launch allows (SimOp::issued_end_s).
+void Runner::stream_actor(int rank, int stream, const std::vector<int>& ops) {
+  RankSync& rs = ranks_[static_cast<std::size_t>(rank)];
+  const bool host = prog_.issue_s_per_launch.has_value();
+  for (int i : ops) {
+    const SimOp& op = prog_.ranks[static_cast<std::size_t>(rank)][static_cast<std::size_t>(i)];
+    if (reference_) {
+      wait_all_deps(rank, stream, op.deps);
+    } else {
+      wait_needs(rank, stream, i);
+    }
+    const auto k = static_cast<std::size_t>(i);
+    const double origin_s = host ? clock_origin(op.issue_clock) : 0;
+    if (host) rs.host_wait[k] = sleep_until(origin_s + op.issued_s);
+    rs.start[k] = sg4::Engine::get_clock();
+    if (op.collective >= 0) {
+      arrive(op.collective);
+      rs.start[k] = std::max(rs.start[k], colls_[static_cast<std::size_t>(op.collective)].start);
+    } else if (op.seconds > 0) {
+      sg4::this_actor::sleep_for(op.seconds);
+    }
+    if (host) rs.host_wait[k] += sleep_until(origin_s + op.issued_end_s);
+    rs.end[k] = sg4::Engine::get_clock();
+    op_done(rank, stream, k);
+    if (host && op.issue_clock == 0) pass_barrier();
+  }
+}
+
+void Runner::check_finished() const {
+  for (std::size_t r = 0; r < ranks_.size(); ++r) {
+    for (std::size_t i = 0; i < ranks_[r].done.size(); ++i) {
+      if (ranks_[r].done[i]) continue;
+      const SimOp& op = prog_.ranks[r][i];
+      throw Error("sim: deadlock: rank " + std::to_string(r) + " op " + std::to_string(i) + " '" + op.category + " " +
+                  op.label + "' never ran");
+    }
+  }
+}
+
+SimOutcome Runner::outcome() const {
+  SimOutcome o;
+  double latest = -1;
+  for (std::size_t r = 0; r < ranks_.size(); ++r) {
+    double end = 0, busy = 0, opt = 0;
+    std::map<std::string, double> by_source;
+    for (std::size_t i = 0; i < ranks_[r].end.size(); ++i) {
+      const SimOp& op = prog_.ranks[r][i];
+      end = std::max(end, ranks_[r].end[i]);
+      if (op.phase != Phase::optimizer) o.grads_ready_s = std::max(o.grads_ready_s, ranks_[r].end[i]);
+      // Waiting for the host: the calibration's executor_issue_us priced it.
+      if (ranks_[r].host_wait[i] > 0) by_source["measured"] += ranks_[r].host_wait[i];
+      if (op.collective >= 0) {
+        const CollectiveSync& cs = colls_[static_cast<std::size_t>(op.collective)];
+        by_source[op.source] += cs.end - cs.start;
+        continue;
+      }
+      by_source[op.source] += op.seconds;
+      busy += op.seconds;
+      if (op.phase == Phase::optimizer) opt += op.seconds;
+    }
+    o.optimizer_compute_s.push_back(opt);
+    if (end > latest) latest = end, o.critical_compute_busy_s = busy, o.critical_seconds_by_source = std::move(by_source);
+    o.step_s = std::max(o.step_s, end);
+  }
+  for (std::size_t c = 0; c < colls_.size(); ++c) {
+    const SimCollective& sc = prog_.collectives[c];
+    CollectiveRecord rec;
+    rec.kind = std::string(to_string(sc.call.kind));
+    rec.algorithm = colls_[c].algorithm;
+    rec.group = sc.group;
+    rec.label = sc.label;
+    rec.phase = std::string(to_string(sc.phase));
+    rec.ranks = static_cast<int>(sc.call.members.size());
+    rec.merged = sc.merged;
+    rec.bytes = sc.call.bytes;
+    rec.start_s = colls_[c].start;
+    rec.end_s = colls_[c].end;
+    o.collectives.push_back(rec);
+  }
+  return o;
+}
+
+}  // namespace dmuon::sim

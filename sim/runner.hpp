@@ -1,0 +1,107 @@
+// The SimGrid side of simulator.hpp: one actor per GPU stream runs its ops in order, each op
+// starting once its dependencies are done; the last member of a collective to arrive executes
+// it (runner_collectives.cpp). Internal to sim/ (simulator.cpp drives it).
+#pragma once
+#include <simgrid/s4u.hpp>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "sim/collective_schedule.hpp"
+#include "sim/simulator.hpp"
+#include "sim/topology.hpp"
+
+namespace dmuon::sim {
+
+namespace sg4 = simgrid::s4u;
+
+// Per GPU. SimGrid actors run one at a time and only yield inside SimGrid calls, so counters
+// are read and written without locking; the mutex exists because a condition variable needs
+// one, and is taken only to wait.
+struct RankSync {
+  sg4::MutexPtr mutex;
+  // One condition variable per stream actor, so that an op's end wakes only the actor that
+  // waits for it (a shared one woke every waiting stream of the GPU at every op's end).
+  std::vector<sg4::ConditionVariablePtr> cv;  // per stream
+  std::vector<int> completed;                 // per stream: ops done (in stream order)
+  // Per stream actor that waits: the stream and count it waits for (-1: not waiting).
+  std::vector<int> wait_stream, wait_count;
+  std::vector<char> done;
+  std::vector<double> start, end;
+  std::vector<double> host_wait;  // per op: seconds it waited for the host to enqueue it
+};
+
+struct CollectiveSync {
+  int arrived = 0;
+  bool done = false;
+  sg4::MutexPtr mutex;
+  sg4::ConditionVariablePtr cv;
+  double start = 0, end = 0;
+  std::string algorithm;
+};
+
+class Runner {
+ public:
+  Runner(const StepProgram& prog, const Topology& topo, const NcclSpec& nccl, const SimOptions& options)
+      : prog_(prog), topo_(topo), nccl_(nccl), mode_(options.mode), reference_(options.reference_runner) {}
+
+  void start(const std::vector<sg4::Host*>& hosts);
+  SimOutcome outcome() const;
+  void check_finished() const;
+  const std::vector<RankSync>& ranks() const { return ranks_; }
+
+ private:
+  // An op's dependencies as "stream s has completed n ops": a stream runs its ops in order, so
+  // the latest dependency on each stream implies the others, and one on the op's own stream is
+  // already met. The same condition as every dependency done, checked in at most kStreams steps.
+  struct Need {
+    int stream, count;
+  };
+  void reduce_dependencies();
+  void stream_actor(int rank, int stream, const std::vector<int>& ops);
+  void wait_needs(int rank, int stream, int op);
+  void wait_all_deps(int rank, int stream, const std::vector<int>& deps);  // reference_runner
+  void op_done(int rank, int stream, std::size_t op);
+  // Host issue model (StepProgram::issue_s_per_launch): the origin of an op's issue clock (1:
+  // once every clock-0 op of every rank is done, as the benchmark's barrier between its runs).
+  double clock_origin(int issue_clock);
+  void pass_barrier();
+  void arrive(int c);
+  void execute(int c, CollectiveSync& cs);
+  void run_flows(const CollectiveSchedule& s);
+  void run_fast(const FastSummary& f, bool add_schedule_extra);
+  // Schedules (and their fast summaries) by what determines them: blocks of a model repeat
+  // the same collectives layer after layer.
+  struct Planned {
+    CollectiveSchedule schedule;
+    FastSummary summary;
+    bool measured = false;  // follows a calibration curve (measured_collectives.hpp)
+    double wait_s = 0;      // measured, without traffic
+  };
+  Planned plan(const CollectiveCall& call, std::optional<double> measured_s) const;
+  std::map<std::tuple<int, std::vector<int>, double, std::vector<std::pair<int, double>>>, Planned> cache_;
+
+  const StepProgram& prog_;
+  const Topology& topo_;
+  const NcclSpec& nccl_;
+  SimMode mode_;
+  bool reference_;  // SimOptions::reference_runner
+  std::vector<sg4::Host*> hosts_;
+  std::vector<RankSync> ranks_;
+  // Needs of every op: op i of rank r uses needs_[need_begin_[r][i] .. need_begin_[r][i + 1]).
+  std::vector<Need> needs_;
+  std::vector<std::vector<std::size_t>> need_begin_;
+  std::vector<CollectiveSync> colls_;
+  struct Barrier {
+    long pending = 0;  // clock-0 ops still to finish, when clock-1 ops exist
+    double at_s = 0;
+    int waiting = 0;
+    sg4::MutexPtr mutex;
+    sg4::ConditionVariablePtr cv;
+  } barrier_;
+};
+
+}  // namespace dmuon::sim

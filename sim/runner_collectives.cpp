@@ -1,0 +1,136 @@
+// How the runner executes a collective: the last member to arrive runs its schedule (planned
+// once per call shape, collective_schedule.hpp) as flows or as one parallel task.
+#include <cmath>
+
+#include "sim/measured_collectives.hpp"
+#include "sim/runner.hpp"
+
+namespace dmuon::sim {
+namespace {
+
+constexpr std::size_t kDenseTaskHosts = 128;
+
+}  // namespace
+
+void Runner::arrive(int c) {
+  CollectiveSync& cs = colls_[static_cast<std::size_t>(c)];
+  const int members = static_cast<int>(prog_.collectives[static_cast<std::size_t>(c)].call.members.size());
+  if (++cs.arrived < members) {
+    std::unique_lock<sg4::Mutex> lock(*cs.mutex);
+    while (!cs.done) cs.cv->wait(lock);
+    return;
+  }
+  execute(c, cs);
+  cs.done = true;
+  if (members > 1) cs.cv->notify_all();
+}
+
+void Runner::execute(int c, CollectiveSync& cs) {
+  const SimCollective& sc = prog_.collectives[static_cast<std::size_t>(c)];
+  // All-to-alls differ call to call (their transfers), so they are planned each time, into a
+  // local: this actor yields while the collective runs and others plan theirs meanwhile.
+  Planned local;
+  const Planned* found = nullptr;
+  if (sc.call.kind == OpKind::all_to_all) {
+    local = plan(sc.call, sc.measured_seconds);
+    found = &local;
+  } else {
+    // measured_seconds is a function of the key (kind, members, bytes): no need to key on it.
+    auto [it, fresh] = cache_.try_emplace({int(sc.call.kind), sc.call.members, sc.call.bytes, sc.call.rooted});
+    if (fresh) it->second = plan(sc.call, sc.measured_seconds);
+    found = &it->second;  // map nodes stay put and are never rewritten
+  }
+  const Planned& p = *found;
+  const CollectiveSchedule& s = p.schedule;
+  cs.algorithm = s.algorithm;
+  cs.start = sg4::Engine::get_clock();
+  if (sc.call.members.size() == 1) {
+    cs.algorithm = "local";
+    if (sc.local_seconds > 0) sg4::this_actor::sleep_for(sc.local_seconds);
+  } else if (p.measured) {
+    // The curve's time includes the launch latency and the schedule's latencies and fill.
+    if (s.edges.empty()) {
+      sg4::this_actor::sleep_for(p.wait_s);
+    } else if (mode_ == SimMode::flows) {
+      run_flows(s);
+    } else {
+      run_fast(p.summary, false);
+    }
+  } else if (!s.edges.empty()) {
+    sg4::this_actor::sleep_for(nccl_.base_latency_us * 1e-6);
+    if (mode_ == SimMode::flows) {
+      run_flows(s);
+    } else {
+      run_fast(p.summary, true);
+    }
+  }
+  cs.end = sg4::Engine::get_clock();
+}
+
+// Every pipeline step as its flows; a step ends when its slowest flow does.
+void Runner::run_flows(const CollectiveSchedule& s) {
+  std::vector<std::vector<const ScheduleEdge*>> starting(static_cast<std::size_t>(s.total_steps));
+  for (const auto& e : s.edges) starting[static_cast<std::size_t>(e.first_step)].push_back(&e);
+  std::vector<const ScheduleEdge*> active;
+  for (int t = 0; t < s.total_steps; ++t) {
+    std::erase_if(active, [t](const ScheduleEdge* e) { return e->first_step + e->steps <= t; });
+    for (const auto* e : starting[static_cast<std::size_t>(t)]) active.push_back(e);
+    std::vector<sg4::CommPtr> comms;
+    for (const auto* e : active) {
+      const auto bytes = static_cast<std::uint64_t>(std::max(1.0, std::round(e->bytes_per_step)));
+      comms.push_back(sg4::Comm::sendto_async(hosts_[static_cast<std::size_t>(e->src)], hosts_[static_cast<std::size_t>(e->dst)], bytes));
+    }
+    sg4::Comm::wait_all(comms);
+  }
+}
+
+// All bytes as one parallel task (L07 charges the slowest route's latency once), then the
+// schedule's remaining latency and pipeline fill (collective_schedule.hpp, FastSummary).
+Runner::Planned Runner::plan(const CollectiveCall& call, std::optional<double> measured_s) const {
+  Planned p;
+  p.schedule = make_schedule(call, topo_, nccl_);
+  if (measured_s && call.members.size() > 1 && !p.schedule.edges.empty()) {
+    MeasuredRun m = measured_run(p.schedule, topo_, *measured_s, mode_);
+    p.schedule = std::move(m.schedule);
+    p.summary = std::move(m.summary);
+    p.measured = true;
+    p.wait_s = m.wait_s;
+    return p;
+  }
+  if (mode_ == SimMode::fast) p.summary = summarize(p.schedule, topo_);
+  return p;
+}
+
+void Runner::run_fast(const FastSummary& f, bool add_schedule_extra) {
+  std::vector<int> hosts_used;
+  std::map<int, std::size_t> index;
+  for (const auto& [src, dst, bytes] : f.pair_bytes) {
+    for (int r : {src, dst}) {
+      if (index.emplace(r, hosts_used.size()).second) hosts_used.push_back(r);
+    }
+  }
+  const std::size_t n = hosts_used.size();
+  if (n > kDenseTaskHosts) {
+    // A parallel task takes a dense n x n byte matrix (8 MB at 1024 GPUs, copied and scanned
+    // several times by SimGrid); past this size one transfer per communicating pair, all at
+    // once, gives the same contention-aware bandwidth time at a fraction of the cost.
+    std::vector<sg4::CommPtr> comms;
+    for (const auto& [src, dst, b] : f.pair_bytes) {
+      comms.push_back(sg4::Comm::sendto_async(hosts_[static_cast<std::size_t>(src)], hosts_[static_cast<std::size_t>(dst)],
+                                              static_cast<std::uint64_t>(std::max(1.0, std::round(b)))));
+    }
+    sg4::Comm::wait_all(comms);
+  } else {
+    std::vector<sg4::Host*> hosts;
+    for (int r : hosts_used) hosts.push_back(hosts_[static_cast<std::size_t>(r)]);
+    std::vector<double> flops(n, 0), bytes(n * n, 0);
+    for (const auto& [src, dst, b] : f.pair_bytes) bytes[index.at(src) * n + index.at(dst)] += b;
+    sg4::this_actor::parallel_execute(hosts, flops, bytes);
+  }
+  // The task took max_route_latency + (its bandwidth time under whatever else runs); alone it
+  // would take busiest_link_s. Add what the schedule spends beyond that: latencies and fill.
+  const double extra = f.isolated_s - f.busiest_link_s - f.max_route_latency_s;
+  if (add_schedule_extra && extra > 0) sg4::this_actor::sleep_for(extra);
+}
+
+}  // namespace dmuon::sim

@@ -1,0 +1,102 @@
+// The simulator's fast paths predict exactly what the per-rank reference does: the runner that
+// waits on one dependency per stream and wakes only the stream that waits (sim/runner.hpp)
+// against SimOptions::reference_runner, for every strategy of the flagship scenario at 4 nodes
+// (32 GPUs, two of them on a 2-D mesh), in both modes. And the host-memory check refuses a
+// simulation that would not fit before starting it, naming the estimate.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "catch_compat.hpp"
+#include "core/error.hpp"
+#include "core/scenario.hpp"
+#include "sim/memory_estimate.hpp"
+#include "sim/strategy_run.hpp"
+
+using namespace dmuon;
+
+namespace {
+
+bool close(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max({std::abs(a), std::abs(b), 1e-12}); }
+
+sim::StrategyResult run(const Scenario& s, Strategy strategy, SimMode mode, bool reference) {
+  sim::RunOptions o;
+  o.sim.mode = mode;
+  o.sim.reference_runner = reference;
+  return sim::run_strategy(s, strategy, sim::scenario_cost_model(s), o);
+}
+
+void require_identical(const sim::SimOutcome& fast, const sim::SimOutcome& ref) {
+  REQUIRE(close(fast.step_s, ref.step_s));
+  REQUIRE(close(fast.grads_ready_s, ref.grads_ready_s));
+  REQUIRE(close(fast.critical_compute_busy_s, ref.critical_compute_busy_s));
+  REQUIRE(fast.optimizer_compute_s.size() == ref.optimizer_compute_s.size());
+  for (std::size_t r = 0; r < fast.optimizer_compute_s.size(); ++r) {
+    REQUIRE(close(fast.optimizer_compute_s[r], ref.optimizer_compute_s[r]));
+  }
+  REQUIRE(fast.critical_seconds_by_source.size() == ref.critical_seconds_by_source.size());
+  for (const auto& [source, seconds] : ref.critical_seconds_by_source) {
+    REQUIRE(close(fast.critical_seconds_by_source.at(source), seconds));
+  }
+  REQUIRE(fast.collectives.size() == ref.collectives.size());
+  for (std::size_t c = 0; c < fast.collectives.size(); ++c) {
+    INFO("collective " << c << " " << ref.collectives[c].label);
+    REQUIRE(fast.collectives[c].algorithm == ref.collectives[c].algorithm);
+    REQUIRE(close(fast.collectives[c].start_s, ref.collectives[c].start_s));
+    REQUIRE(close(fast.collectives[c].end_s, ref.collectives[c].end_s));
+  }
+}
+
+Scenario flagship(int nodes) {
+  return load_scenario_with_overrides(std::string(DMUON_SOURCE_DIR) + "/scenarios/16node.yaml",
+                                      {{"cluster.nodes", std::to_string(nodes)}});
+}
+
+}  // namespace
+
+TEST_CASE("the fast runner predicts what the per-rank reference runner does, every strategy", "[sim][fast_path]") {
+  const Scenario s = flagship(4);
+  for (Strategy strategy : s.strategies) {
+    for (SimMode mode : {SimMode::fast, SimMode::flows}) {
+      if (mode == SimMode::flows && strategy != Strategy::dedicated && strategy != Strategy::adamw) continue;
+      INFO(to_string(strategy) << " " << to_string(mode));
+      const auto fast = run(s, strategy, mode, false);
+      const auto ref = run(s, strategy, mode, true);
+      REQUIRE(fast.step_s > 0);
+      require_identical(fast.outcome, ref.outcome);
+    }
+  }
+}
+
+TEST_CASE("a simulation whose memory estimate exceeds the limit is refused up front", "[sim][memory]") {
+  const Scenario s = flagship(128);
+  const Routing routing = route_parameters(s.model, s.routing);
+  const sim::SimMemoryEstimate e = sim::estimate_sim_memory(s, Strategy::adamw, routing);
+  REQUIRE(e.gpus == 1024);
+  REQUIRE(e.items > 0);
+  // The estimate grows with the cluster: 1,024 GPUs need more than 64.
+  REQUIRE(e.bytes > sim::estimate_sim_memory(flagship(8), Strategy::adamw, routing).bytes);
+  // Refused before anything is built: a 1,024-GPU run under a 1 GiB limit fails at once with the
+  // estimate in the message (building its Plan alone would take longer than this test).
+  sim::RunOptions o;
+  o.host_memory_limit_bytes = 1024.0 * 1024 * 1024;
+  o.host_memory_limit_source = "test limit";
+  try {
+    sim::run_strategy(s, Strategy::adamw, sim::scenario_cost_model(s), o);
+    FAIL("no error");
+  } catch (const Error& err) {
+    const std::string m = err.what();
+    INFO(m);
+    REQUIRE(m.find("adamw") != std::string::npos);
+    REQUIRE(m.find("1024 GPUs") != std::string::npos);
+    REQUIRE(m.find("estimated") != std::string::npos);
+    REQUIRE(m.find("1.0 GiB test limit") != std::string::npos);
+  }
+  // run_strategies keeps the refusal as that strategy's error and runs nothing for it.
+  const auto outcomes = sim::run_strategies(s, {Strategy::adamw}, sim::scenario_cost_model(s), {o}, 1);
+  REQUIRE(!outcomes.at(0).result);
+  REQUIRE(outcomes.at(0).error.find("estimated") != std::string::npos);
+  // Under the limit nothing is refused.
+  REQUIRE_NOTHROW(sim::check_sim_memory(e, Strategy::adamw, e.bytes * 1.01, "test limit"));
+  REQUIRE_THROWS_AS(sim::check_sim_memory(e, Strategy::adamw, e.bytes * 0.99, "test limit"), Error);
+}
