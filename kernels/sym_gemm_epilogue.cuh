@@ -4,7 +4,8 @@
 // (r, c) with r >= c directly, (c, r) with r > c as the mirror.
 // The fragments go through a 64 x 64 shared-memory chunk so that both the tile and its transpose
 // leave in 16-byte stores (v1 stored 2-byte fragments straight to global: ~20 us an item, 10% of
-// a 4096 x 14336 product and more on shorter k).
+// a 4096 x 14336 product and more on shorter k). Only rows of S below `rows` are written (m; 0
+// for a dummy piece).
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -46,8 +47,8 @@ __device__ __forceinline__ void store8(T* s, long ld, long row, int col, const T
 // Fragment: thread (warp w, lane l) holds, for 8-column group j, acc[4j + 2h + e] at row
 // 16w + l/4 + 8h, column 8j + 2(l%4) + e. `stage`: this warpgroup's kStageElems buffer.
 template <typename T, int N>
-__device__ __forceinline__ void store_mirrored(const float* acc, T* s, int m, int row0, int col_a, int col_b, T* stage,
-                                               int barrier_id) {
+__device__ __forceinline__ void store_mirrored(const float* acc, T* s, int m, int rows, int row0, int col_a, int col_b,
+                                               T* stage, int barrier_id) {
   const int t = threadIdx.x % 128;
   const int lane = t % 32, warp = t / 32;
   const long ld = m;
@@ -73,7 +74,7 @@ __device__ __forceinline__ void store_mirrored(const float* acc, T* s, int m, in
     for (int it = 0; it < 4; ++it) {
       const int r = t / 8 + 16 * it, c = 8 * (t % 8);
       const int row = row0 + r;
-      if (row >= m) continue;
+      if (row >= rows) continue;
       T v[8];
       *reinterpret_cast<uint4*>(v) = *reinterpret_cast<const uint4*>(stage + r * kPitch + c);
       store8(s, ld, row, col0 + c, v, aligned, [&](int col) { return col <= row; });
@@ -83,7 +84,7 @@ __device__ __forceinline__ void store_mirrored(const float* acc, T* s, int m, in
     for (int it = 0; it < 4; ++it) {
       const int c = t % 64, r = 8 * (t / 64 + 2 * it);
       const int row = col0 + c;
-      if (row >= m) continue;
+      if (row >= rows) continue;
       T v[8];
 #pragma unroll
       for (int e = 0; e < 8; ++e) v[e] = stage[(r + e) * kPitch + c];

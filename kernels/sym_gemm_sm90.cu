@@ -1,6 +1,8 @@
-// The sm_90a symmetric-product kernel S = X X^T (see sym_gemm_sm90.hpp): one producer warp feeds
-// a 4-stage TMA/mbarrier ring; two consumer warpgroups each own 64 rows of a 128 x 256 work item
-// (a row block against two column blocks, sym_gemm_schedule.hpp) and issue m64n256k16 wgmma.
+// The sm_90a symmetric-product kernel S = X X^T (see sym_gemm_sm90.hpp): clusters of two CTAs; in
+// each, one producer warp feeds a 4-stage TMA/mbarrier ring and two consumer warpgroups each own
+// 64 rows of a 128 x 256 piece (a row block against a column pair, sym_gemm_schedule.hpp) with
+// m64n256k16 wgmma. Where the two CTAs' pieces share their column pair, each loads half of it and
+// multicasts it to both, so a stage is free only when the consumers of both CTAs released it.
 #include "kernels/sym_gemm_sm90.hpp"
 
 #include <cuda_bf16.h>
@@ -33,9 +35,6 @@ struct alignas(1024) Smem {
 };
 constexpr int kSmemBytes = sizeof(Smem) + 1024;           // + slack to align the dynamic base
 
-// [0]: next work item; [1]: CTAs finished. The last CTA resets both for the next launch.
-__device__ unsigned long long g_sched[2];
-
 template <typename T, int N>
 __device__ __forceinline__ void mma(float* acc, std::uint64_t da, std::uint64_t db, int scale_d) {
   if constexpr (std::is_same_v<T, __half>) {
@@ -48,33 +47,38 @@ __device__ __forceinline__ void mma(float* acc, std::uint64_t da, std::uint64_t 
 }
 
 // Run by the whole producer warp so that it stays converged (lane 0 issues; all lanes wait).
-__device__ void produce(Smem& sm, const CUtensorMap* map, int k_iters, long tiles, long batch, long total) {
+__device__ void produce(Smem& sm, const CUtensorMap* map, int k_iters, long tiles, long batch) {
   const bool leader = threadIdx.x % 32 == 0;
+  const unsigned rank = cluster_rank();
+  const long cluster = blockIdx.x / 2, clusters = gridDim.x / 2, total = cluster_items(tiles, batch);
   int stage = 0;
   unsigned phase = 0;
-  for (;;) {
-    long item = 0;
-    if (leader) item = static_cast<long>(atomicAdd(&g_sched[0], 1ull));
-    item = __shfl_sync(0xffffffffu, item, 0);
-    const bool done = item >= total;
-    const TriTile t = done ? TriTile{} : tri_decode(item, tiles, batch);
+  for (long k = 0;; ++k) {
+    const long item = cluster_item(cluster, clusters, k, total);
+    const Piece p = item < 0 ? Piece{} : decode_piece(item, static_cast<int>(rank), tiles, batch);
     for (int kt = 0; kt < k_iters; ++kt) {
+      // Free in both CTAs: the partner's multicast writes this stage of ours and ours of theirs.
       mbar_wait(&sm.empty[stage], phase ^ 1);
       if (leader) {
-        if (kt == 0) sm.item[stage] = done ? -1 : item;
-        if (done) {
+        if (kt == 0) sm.item[stage] = item;
+        if (item < 0) {
           mbar_arrive(&sm.full[stage]);  // releases the consumers with the stop mark
         } else {
-          const bool pair = t.col1 >= 0;
+          const bool pair = p.col1 >= 0;
           mbar_arrive_expect_tx(&sm.full[stage], (pair ? 3 : 2) * kBoxBytes);
           const int k0 = kt * kBK;
-          tma_load_3d(sm.a[stage], map, &sm.full[stage], k0, t.row_block * kTile, t.batch);
-          tma_load_3d(sm.b[stage], map, &sm.full[stage], k0, t.col0 * kTile, t.batch);
-          if (pair) tma_load_3d(sm.b[stage] + kBoxBytes, map, &sm.full[stage], k0, t.col1 * kTile, t.batch);
+          tma_load_3d(sm.a[stage], map, &sm.full[stage], k0, p.row_block * kTile, p.batch);
+          if (p.multicast) {
+            tma_load_3d_multicast(sm.b[stage] + rank * kBoxBytes, map, &sm.full[stage], k0,
+                                  (p.col0 + static_cast<int>(rank)) * kTile, p.batch, 0x3);
+          } else {
+            tma_load_3d(sm.b[stage], map, &sm.full[stage], k0, p.col0 * kTile, p.batch);
+            if (pair) tma_load_3d(sm.b[stage] + kBoxBytes, map, &sm.full[stage], k0, p.col1 * kTile, p.batch);
+          }
         }
       }
       __syncwarp();
-      if (done) return;
+      if (item < 0) return;
       if (++stage == kStages) { stage = 0; phase ^= 1; }
     }
   }
@@ -82,8 +86,20 @@ __device__ void produce(Smem& sm, const CUtensorMap* map, int k_iters, long tile
 
 // The k loop of one item for one consumer warpgroup: keeps one wgmma group in flight and
 // releases a stage once the group that read it has completed.
+// A consumer warpgroup frees a stage in both CTAs of the cluster (each empty barrier counts 4).
+__device__ __forceinline__ void release(Smem& sm, int stage) {
+  if (threadIdx.x % 128 == 0) {
+    mbar_arrive_cluster(cluster_addr(&sm.empty[stage], 0));
+    mbar_arrive_cluster(cluster_addr(&sm.empty[stage], 1));
+  }
+}
+
 template <typename T, int N>
 __device__ __forceinline__ void mainloop(Smem& sm, float* acc, int half, int k_iters, int& stage, unsigned& phase) {
+  // The first wgmma overwrites (scale_d 0) but its asm reads the registers: defining them here
+  // keeps them dead, and out of the register budget, between one piece's epilogue and the next k loop.
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i) acc[i] = 0.0f;
   int prev = -1;
   for (int kt = 0; kt < k_iters; ++kt) {
     mbar_wait(&sm.full[stage], phase);
@@ -94,69 +110,64 @@ __device__ __forceinline__ void mainloop(Smem& sm, float* acc, int half, int k_i
     for (int k = 0; k < kBK / 16; ++k) mma<T, N>(acc, da + 2 * k, db + 2 * k, kt > 0 || k > 0);
     wgmma_commit();
     wgmma_wait<1>();
-    if (prev >= 0 && threadIdx.x % 128 == 0) mbar_arrive(&sm.empty[prev]);
+    if (prev >= 0) release(sm, prev);
     prev = stage;
     if (++stage == kStages) { stage = 0; phase ^= 1; }
   }
   wgmma_wait<0>();
   fence_registers(acc, N / 2);
-  if (threadIdx.x % 128 == 0) mbar_arrive(&sm.empty[prev]);
+  release(sm, prev);
 }
 
 template <typename T>
 __device__ void consume(Smem& sm, T* S, int m, int k_iters, long tiles, long batch, int half) {
   float acc[128];
-#pragma unroll
-  for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
   T* out = reinterpret_cast<T*>(sm.out[half]);
+  const int rank = static_cast<int>(cluster_rank());
   int stage = 0;
   unsigned phase = 0;
   for (;;) {
     mbar_wait(&sm.full[stage], phase);
     const long item = sm.item[stage];
     if (item < 0) return;
-    const TriTile t = tri_decode(item, tiles, batch);
-    T* s = S + static_cast<long>(t.batch) * m * m;
-    const int row0 = t.row_block * kTile + half * 64;
-    if (t.col1 >= 0) {
+    const Piece p = decode_piece(item, rank, tiles, batch);
+    T* s = S + static_cast<long>(p.batch) * m * m;
+    const int row0 = p.row_block * kTile + half * 64;
+    // A dummy still consumes its stages (the partner's producer counts on the releases) but
+    // stores nothing: m = 0 rows pass the epilogue's bounds check.
+    const int rows = p.store ? m : 0;
+    if (p.col1 >= 0) {
       mainloop<T, 256>(sm, acc, half, k_iters, stage, phase);
-      store_mirrored<T, 256>(acc, s, m, row0, t.col0 * kTile, t.col1 * kTile, out, half + 1);
+      store_mirrored<T, 256>(acc, s, m, rows, row0, p.col0 * kTile, p.col1 * kTile, out, half + 1);
     } else {
       mainloop<T, 128>(sm, acc, half, k_iters, stage, phase);
-      store_mirrored<T, 128>(acc, s, m, row0, t.col0 * kTile, 0, out, half + 1);
+      store_mirrored<T, 128>(acc, s, m, rows, row0, p.col0 * kTile, 0, out, half + 1);
     }
   }
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kThreads, 1)
     sym_xxt_kernel(const __grid_constant__ CUtensorMap map, T* S, int m, int k_iters, long tiles, long batch) {
   extern __shared__ unsigned char raw[];
   Smem& sm = *reinterpret_cast<Smem*>((reinterpret_cast<std::uintptr_t>(raw) + 1023) & ~std::uintptr_t(1023));
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(&sm.full[s], 1);
-      mbar_init(&sm.empty[s], 2);  // one arrival per consumer warpgroup
+      mbar_init(&sm.empty[s], 4);  // one arrival per consumer warpgroup of either CTA
     }
     mbar_init_fence();
   }
-  __syncthreads();
+  cluster_sync();  // the partner's barriers exist before any multicast or remote arrival
   const int warpgroup = threadIdx.x / 128;
   if (warpgroup == 0) {
-    regs_dealloc<40>();
-    if (threadIdx.x < 32) produce(sm, &map, k_iters, tiles, batch, tri_items(tiles, batch));
+    regs_dealloc<56>();  // the producer's item decoding spilled at 40
+    if (threadIdx.x < 32) produce(sm, &map, k_iters, tiles, batch);
   } else {
-    regs_alloc<232>();
+    regs_alloc<224>();  // 2 x 128 x 224 + 128 x 56 <= 64K registers
     consume<T>(sm, S, m, k_iters, tiles, batch, warpgroup - 1);
   }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    if (atomicAdd(&g_sched[1], 1ull) == gridDim.x - 1) {  // every CTA has stopped fetching
-      atomicExch(&g_sched[0], 0ull);
-      atomicExch(&g_sched[1], 0ull);
-    }
-  }
+  cluster_sync();  // no CTA leaves while its partner may still arrive on its barriers
 }
 
 CUtensorMap make_map(const void* X, long m, long n, int batch, CUtensorMapDataType type) {
@@ -180,15 +191,27 @@ CUtensorMap make_map(const void* X, long m, long n, int batch, CUtensorMapDataTy
   return map;
 }
 
+// Clusters of two that fit on the device at once (a GPC with an odd count of free SMs holds one
+// fewer): the persistent grid is that many clusters, never a second wave of them.
+template <typename T>
+int resident_clusters() {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(2, 1, 1);
+  config.blockDim = dim3(kThreads, 1, 1);
+  config.dynamicSmemBytes = kSmemBytes;
+  int clusters = 0;
+  DMUON_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, sym_xxt_kernel<T>, &config));
+  if (clusters < 1) throw Error("sym_xxt_sm90: no cluster of two fits on this device");
+  return clusters;
+}
+
 template <typename T>
 void launch_typed(const void* X, long m, long n, int batch, void* S, cudaStream_t stream) {
-  int device = 0, sms = 0;
-  DMUON_CUDA_CHECK(cudaGetDevice(&device));
-  DMUON_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   DMUON_CUDA_CHECK(cudaFuncSetAttribute(sym_xxt_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+  static const int clusters = resident_clusters<T>();  // one GPU kind per process in practice
   const long tiles = (m + kTile - 1) / kTile;
-  const long items = tri_items(tiles, batch);
-  const int grid = static_cast<int>(std::min<long>(sms, items));
+  const long items = cluster_items(tiles, batch);
+  const int grid = 2 * static_cast<int>(std::min<long>(clusters, items));
   const CUtensorMap map = make_map(X, m, n, batch,
                                     std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
   const int k_iters = static_cast<int>((n + kBK - 1) / kBK);

@@ -17,8 +17,7 @@ namespace dmuon::cuda {
 std::string sym_xxt_sm90_unsupported(long m, long n, DType dtype, const void* X);
 
 // Enqueues S[b] = X[b] X[b]^T for b < batch (X stride m*n, S stride m*m, both `dtype`).
-// Launches on one device must not overlap in time (the tile scheduler's counter is per device);
-// stream order, and graph replay on one stream, guarantee that. Throws dmuon::Error when
+// Capturable into a CUDA graph (no allocation, no synchronisation). Throws dmuon::Error when
 // unsupported or on a CUDA error.
 void launch_sym_xxt_sm90(const void* X, long m, long n, int batch, DType dtype, void* S, cudaStream_t stream);
 

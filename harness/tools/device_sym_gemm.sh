@@ -22,13 +22,17 @@ if [ -n "$obj" ]; then
   cuobjdump -sass "$obj" > $OUT/sym.sass 2>&1
   echo "SASS: HGMMA $(grep -c HGMMA $OUT/sym.sass), UTMALDG $(grep -c UTMALDG $OUT/sym.sass), LDL/STL $(grep -cE 'LDL|STL' $OUT/sym.sass), USETMAXREG $(grep -c SETMAXREG $OUT/sym.sass)" | tee -a "$LOG"
   grep -E "REG|SHARED|STACK" $OUT/res-usage.txt | head -4 >> "$LOG"
+  grep -nE "STL|LDL" $OUT/sym.sass | head -8 >> "$LOG"
 fi
 if [ "${SYM_SKIP_TESTS:-0}" != 1 ]; then
   say "test_gpu_sym_gemm"
-  timeout 300 ./build-dev/tests/test_gpu_sym_gemm > $OUT/test_sym.txt 2>&1
-  echo "test_gpu_sym_gemm exit $?" | tee -a "$LOG"; tail -5 $OUT/test_sym.txt >> "$LOG"
+  timeout 120 ./build-dev/tests/test_gpu_sym_gemm > $OUT/test_sym.txt 2>&1
+  rc=$?
+  echo "test_gpu_sym_gemm exit $rc" | tee -a "$LOG"; tail -5 $OUT/test_sym.txt >> "$LOG"
+  # A hung kernel (exit 124) would hang the benchmark too: stop here.
+  [ $rc = 124 ] && { say "test timed out: no benchmark"; tail -c 3000 "$LOG"; exit 1; }
   say "test_gpu_ns_engine"
-  timeout 300 ./build-dev/tests/test_gpu_ns_engine > $OUT/test_ns.txt 2>&1
+  timeout 180 ./build-dev/tests/test_gpu_ns_engine > $OUT/test_ns.txt 2>&1
   echo "test_gpu_ns_engine exit $?" | tee -a "$LOG"; tail -5 $OUT/test_ns.txt >> "$LOG"
 fi
 say "dmuon-bench sym-gemm"
