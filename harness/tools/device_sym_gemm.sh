@@ -3,7 +3,9 @@
 # resources and SASS instruction mix, run its GPU test and the NS engine test, then
 # `dmuon-bench sym-gemm` (the kernel, the full cuBLAS GEMM and the block-row variant side by side).
 # Run from the repository root on the GPU machine with $OUT set; needs .boost-po carried along.
-# SYM_SHAPES overrides the benchmark's shapes; SYM_SKIP_TESTS=1 times only.
+# SYM_SHAPES overrides the benchmark's shapes; SYM_SKIP_TESTS=1 times only; SYM_AUTOTUNE=1 also
+# runs `dmuon-bench kernels` on three model shapes, whose variants column shows what the
+# autotuner measured for symmetric_sm90 and which implementation it chose.
 set -o pipefail
 OUT=${OUT:?set OUT}
 export NCCL_NVLS_ENABLE=0
@@ -39,6 +41,14 @@ say "dmuon-bench sym-gemm"
 timeout 240 ./build-dev/harness/dmuon-bench sym-gemm ${SYM_SHAPES:+--shapes $SYM_SHAPES} --report-md $OUT/sym-gemm.md \
   > $OUT/bench.txt 2>&1
 echo "bench exit $?" | tee -a "$LOG"
+if [ "${SYM_AUTOTUNE:-0}" = 1 ]; then
+  say "dmuon-bench kernels (autotuner)"
+  timeout 240 ./build-dev/harness/dmuon-bench kernels --shapes 4096x14336,4096x4096,2048x11008 --presets torch,dmuon \
+    --repeats 5 --batch-elements 0 --gemm-size 4096 --elementwise-elements 1000000 --tune-cache $OUT/tune.json \
+    --report-md $OUT/kernels.md > $OUT/kernels.txt 2>&1
+  echo "kernels exit $?" | tee -a "$LOG"
+  grep -E "^\| [0-9]+x[0-9]+ " $OUT/kernels.md | cut -d'|' -f2,5,7,8,13 | tee -a "$LOG"
+fi
 say "done"
 tail -c 3000 "$LOG"
 cat $OUT/bench.txt | tail -15
