@@ -83,15 +83,17 @@ __device__ __forceinline__ void tma_load_3d_multicast(void* dst, const CUtensorM
       : "memory");
 }
 
-// wgmma descriptor of a K-major tile written by TMA with 128-byte swizzle: rows of 64 16-bit
-// elements (128 bytes), 8-row atoms 1024 bytes apart (stride byte offset), layout type 1 (128B).
-// Stepping k by 16 elements inside the 64-wide row moves the start address by 32 bytes.
-__device__ __forceinline__ std::uint64_t smem_desc_sw128(const void* tile) {
+// wgmma descriptor of a K-major tile written by TMA with a swizzle as wide as its rows (RowBytes
+// = 128 or 64): 8-row atoms 8 * RowBytes apart (stride byte offset), layout type 1 (128B) or 2
+// (64B). Stepping k by 16 elements inside a row moves the start address by 32 bytes (+2 encoded).
+template <int RowBytes>
+__device__ __forceinline__ std::uint64_t smem_desc(const void* tile) {
+  static_assert(RowBytes == 128 || RowBytes == 64, "swizzle spans of 128 or 64 bytes");
   const std::uint64_t addr = smem_addr(tile);
   std::uint64_t desc = (addr & 0x3FFFF) >> 4;
-  desc |= std::uint64_t(16 >> 4) << 16;    // leading byte offset: unused for swizzled K-major
-  desc |= std::uint64_t(1024 >> 4) << 32;  // stride byte offset: next 8-row atom
-  desc |= std::uint64_t(1) << 62;          // 128-byte swizzle
+  desc |= std::uint64_t(16 >> 4) << 16;                // leading byte offset: unused for swizzled K-major
+  desc |= std::uint64_t((8 * RowBytes) >> 4) << 32;    // stride byte offset: next 8-row atom
+  desc |= std::uint64_t(RowBytes == 128 ? 1 : 2) << 62;
   return desc;
 }
 

@@ -5,7 +5,7 @@
 # Run from the repository root on the GPU machine with $OUT set; needs .boost-po carried along.
 # SYM_SHAPES overrides the benchmark's shapes; SYM_SKIP_TESTS=1 times only; SYM_AUTOTUNE=1 also
 # runs `dmuon-bench kernels` on three model shapes, whose variants column shows what the
-# autotuner measured for symmetric_sm90 and which implementation it chose.
+# autotuner measured for symmetric_sm90 and which implementation it chose; SYM_K32=1 (below).
 set -o pipefail
 OUT=${OUT:?set OUT}
 export NCCL_NVLS_ENABLE=0
@@ -41,6 +41,19 @@ say "dmuon-bench sym-gemm"
 timeout 240 ./build-dev/harness/dmuon-bench sym-gemm ${SYM_SHAPES:+--shapes $SYM_SHAPES} --report-md $OUT/sym-gemm.md \
   > $OUT/bench.txt 2>&1
 echo "bench exit $?" | tee -a "$LOG"
+# SYM_K32=1: the same test and benchmark again with the 8-stage, 64-byte-row ring
+# (DMUON_SYM_GEMM_BK=32), after the default ones, so both are timed in one call.
+if [ "${SYM_K32:-0}" = 1 ]; then
+  say "test_gpu_sym_gemm, DMUON_SYM_GEMM_BK=32"
+  DMUON_SYM_GEMM_BK=32 timeout 120 ./build-dev/tests/test_gpu_sym_gemm > $OUT/test_sym_k32.txt 2>&1
+  rc=$?
+  echo "test_gpu_sym_gemm (BK 32) exit $rc" | tee -a "$LOG"; tail -3 $OUT/test_sym_k32.txt >> "$LOG"
+  if [ $rc != 124 ]; then
+    DMUON_SYM_GEMM_BK=32 timeout 120 ./build-dev/harness/dmuon-bench sym-gemm ${SYM_SHAPES:+--shapes $SYM_SHAPES} \
+      --report-md $OUT/sym-gemm-k32.md > $OUT/bench-k32.txt 2>&1
+    echo "bench (BK 32) exit $?" | tee -a "$LOG"
+  fi
+fi
 if [ "${SYM_AUTOTUNE:-0}" = 1 ]; then
   say "dmuon-bench kernels (autotuner)"
   timeout 240 ./build-dev/harness/dmuon-bench kernels --shapes 4096x14336,4096x4096,2048x11008 --presets torch,dmuon \
@@ -50,5 +63,6 @@ if [ "${SYM_AUTOTUNE:-0}" = 1 ]; then
   grep -E "^\| [0-9]+x[0-9]+ " $OUT/kernels.md | cut -d'|' -f2,5,7,8,13 | tee -a "$LOG"
 fi
 say "done"
-tail -c 3000 "$LOG"
-cat $OUT/bench.txt | tail -15
+tail -c 2500 "$LOG"
+grep "^|" $OUT/bench.txt | cut -d'|' -f2-7
+[ -f $OUT/bench-k32.txt ] && { echo "BK 32:"; grep "^|" $OUT/bench-k32.txt | cut -d'|' -f2-7,10-11; }
