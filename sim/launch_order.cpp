@@ -1,0 +1,113 @@
+#include "sim/launch_order.hpp"
+
+#include <algorithm>
+#include <map>
+#include <queue>
+#include <tuple>
+
+namespace dmuon::sim {
+namespace {
+
+// Elements an op's collective touches, as (param, begin, end) intervals.
+using Intervals = std::vector<std::tuple<std::size_t, std::int64_t, std::int64_t>>;
+void intervals(const Op& op, Intervals& out) {
+  out.clear();
+  auto add = [&](const Region& r) { out.emplace_back(r.param, r.offset, r.offset + r.count); };
+  for (const Region& r : op.regions) add(r);
+  for (const Region& r : op.parts) add(r);
+  for (const Transfer& t : op.transfers) add(t.from), add(t.to);
+  std::sort(out.begin(), out.end());
+}
+
+// Whether two collectives touch a common element. The Plan orders ops per (parameter, buffer),
+// so two owners' broadcasts of different experts of one MoE stack are ordered although they
+// share no data; only an overlap is a real hazard.
+bool overlap(const Op& a, const Op& b) {
+  thread_local Intervals x, y;  // reused: asked for every dependency between two collectives
+  intervals(a, x);
+  intervals(b, y);
+  std::size_t i = 0, j = 0;
+  while (i < x.size() && j < y.size()) {
+    const auto& [pa, ba, ea] = x[i];
+    const auto& [pb, bb, eb] = y[j];
+    if (pa == pb && ba < eb && bb < ea) return true;
+    if (std::tie(pa, ea) < std::tie(pb, eb)) ++i; else ++j;
+  }
+  return false;
+}
+
+}  // namespace
+
+// The unit of a forward/backward collective: -1 when it spans several units (a DDP bucket is
+// then placed after the last of its units' backward, and never merged).
+// Visits the op's parameters as they come (repeats included, unsorted): whether they share one
+// unit and the lowest unit do not depend on the order, and skipping params_touched's sorted
+// copy matters (three calls per collective and rank).
+int unit_of(const Op& op, const Routing& routing, const ForwardBackwardCost& units, int* latest_backward) {
+  int unit = -1, first = 1 << 30;
+  bool single = true;
+  auto visit = [&](std::size_t p) {
+    const int u = units.unit_of_param[p];
+    if (unit >= 0 && u != unit) single = false;
+    unit = u;
+    first = std::min(first, u);
+  };
+  for (std::size_t m : op.matrices) visit(routing.muon_matrices[m].param);
+  for (const Region& r : op.regions) visit(r.param);
+  for (const Region& r : op.parts) visit(r.param);
+  for (const Transfer& t : op.transfers) visit(t.from.param);
+  *latest_backward = first;  // backward runs units in reverse: the lowest one finishes last
+  return single ? unit : -1;
+}
+
+// A dependency of collective `a` on `b` that the step must respect.
+bool real_dependency(const Op& a, const Op& b) {
+  return !(is_collective(a.kind) && is_collective(b.kind)) || overlap(a, b);
+}
+
+// Dependencies between one unit's merged collectives on one rank, added to `edges` as
+// (earlier collective, later collective).
+void collect_edges(const Entries& list, const std::vector<Op>& plan_ops, std::set<std::pair<int, int>>& edges) {
+  std::map<int, int> collective_of;  // plan op -> collective
+  for (const auto& [c, members] : list) {
+    for (int m : members) collective_of[m] = c;
+  }
+  for (const auto& [c, members] : list) {
+    for (int m : members) {
+      for (int d : plan_ops[static_cast<std::size_t>(m)].deps) {
+        auto it = collective_of.find(d);
+        if (it == collective_of.end() || it->second == c) continue;
+        if (real_dependency(plan_ops[static_cast<std::size_t>(m)], plan_ops[static_cast<std::size_t>(d)])) {
+          edges.insert({it->second, c});
+        }
+      }
+    }
+  }
+}
+
+// One order of all merged collectives that every rank follows: a topological order of every
+// rank's dependencies, ties by creation. Ordering them per rank instead lets two ranks order
+// two launches differently, which deadlocks (as NCCL would). Throws MergeCycle on a cycle.
+std::vector<int> global_positions(int count, const std::set<std::pair<int, int>>& edges) {
+  std::vector<std::vector<int>> after(static_cast<std::size_t>(count));
+  std::vector<int> pending(static_cast<std::size_t>(count), 0);
+  for (const auto& [x, y] : edges) after[static_cast<std::size_t>(x)].push_back(y), ++pending[static_cast<std::size_t>(y)];
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (int c = 0; c < count; ++c) {
+    if (pending[static_cast<std::size_t>(c)] == 0) ready.push(c);
+  }
+  std::vector<int> position(static_cast<std::size_t>(count), -1);
+  int next = 0;
+  while (!ready.empty()) {
+    const int c = ready.top();
+    ready.pop();
+    position[static_cast<std::size_t>(c)] = next++;
+    for (int y : after[static_cast<std::size_t>(c)]) {
+      if (--pending[static_cast<std::size_t>(y)] == 0) ready.push(y);
+    }
+  }
+  if (next != count) throw MergeCycle("sim: merged collectives depend on each other in a cycle");
+  return position;
+}
+
+}  // namespace dmuon::sim

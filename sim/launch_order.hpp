@@ -1,0 +1,38 @@
+// Which Plan collectives travel as one NCCL launch (a layer's collectives of one kind and
+// group), and the one order in which every rank issues the launches: the merging half of the
+// step program (step_program.hpp). SimGrid-free.
+#pragma once
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/forward_backward_cost.hpp"
+#include "core/plan.hpp"
+#include "core/routing.hpp"
+
+namespace dmuon::sim {
+
+// The unit (layer) of a forward/backward collective, -1 when it spans several; the lowest unit
+// it touches in *latest_backward.
+int unit_of(const Op& op, const Routing& routing, const ForwardBackwardCost& units, int* latest_backward);
+
+using Entries = std::vector<std::pair<int, std::vector<int>>>;  // (collective, plan ops it stands for)
+
+// Merging one layer's launches can tie two launches in a cycle when the Plan orders different
+// owners' collectives on one parameter (its dependencies are per parameter: an MoE expert stack
+// holds many owners' matrices). The program is then built again without merging.
+struct MergeCycle : Error {
+  using Error::Error;
+};
+
+// A dependency of collective `a` on `b` that the step must respect.
+bool real_dependency(const Op& a, const Op& b);
+
+// Adds the ordering constraints between one unit's merged collectives on one rank to `edges`.
+void collect_edges(const Entries& list, const std::vector<Op>& plan_ops, std::set<std::pair<int, int>>& edges);
+
+// The position of every merged collective in the one order all ranks follow; throws MergeCycle.
+std::vector<int> global_positions(int count, const std::set<std::pair<int, int>>& edges);
+
+}  // namespace dmuon::sim

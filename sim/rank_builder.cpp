@@ -1,0 +1,291 @@
+#include "sim/rank_builder.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/ns_sharding.hpp"
+#include "core/plan_writer.hpp"
+
+namespace dmuon::sim {
+namespace {
+
+int stream_of(OpKind kind, Phase phase, bool run_ahead, bool one_node, bool one_comm_stream) {
+  if (phase == Phase::optimizer || one_comm_stream) return kGatherStream;
+  if (run_ahead) return one_node ? kLocalBroadcastStream : kBroadcastStream;
+  return kind == OpKind::all_gather || kind == OpKind::broadcast ? kGatherStream : kReduceStream;
+}
+
+// Whether the executor enqueues Plan op `i` inside the launch of op `previous` (the op it
+// enqueued just before): only when the two are adjacent in the Plan and fused_launch joins them.
+bool fuses_with(const std::vector<Op>& ops, int previous, int i) {
+  if (previous < 0 || previous != i - 1) return false;
+  return fused_launch(ops[static_cast<std::size_t>(previous)], ops[static_cast<std::size_t>(i)]);
+}
+
+}  // namespace
+
+int RankBuilder::merged_index(int rank, const Op& op, int unit) {
+  const auto id = static_cast<std::size_t>(op.collective);
+  if (id >= by_id.size()) by_id.resize(std::max(id + 1, 2 * by_id.size()), -1);
+  if (by_id[id] >= 0) return by_id[id];
+  int index = -1;
+  const bool mergeable = op.phase != Phase::optimizer && unit >= 0 && merge_;
+  const bool run_ahead = op.run_ahead && !as_is_;
+  // A broadcast run as an all-reduce is priced and merged as the all-reduce NCCL runs.
+  const OpKind kind = op.kind == OpKind::broadcast && op.via_all_reduce ? OpKind::all_reduce : op.kind;
+  const auto key = std::make_tuple(int(kind), op.group, int(op.phase), int(op.buffer), unit, run_ahead);
+  if (mergeable) {
+    auto it = by_key.find(key);
+    if (it != by_key.end()) index = it->second;
+  }
+  if (index < 0) {
+    index = static_cast<int>(prog_.collectives.size());
+    SimCollective c;
+    c.call.kind = kind;
+    c.call.members = plan_.groups[static_cast<std::size_t>(op.group)].ranks;
+    c.phase = op.phase;
+    const auto& members = plan_.groups[static_cast<std::size_t>(op.group)].ranks;
+    const bool one_node = std::all_of(members.begin(), members.end(), [&](int r) {
+      return plan_.mesh.replica_of(r) == plan_.mesh.replica_of(members.front());
+    });
+    c.stream = stream_of(op.kind, op.phase, run_ahead, one_node, as_is_);
+    c.run_ahead = run_ahead;
+    c.label = op.label;
+    c.group = plan_.groups[static_cast<std::size_t>(op.group)].name;
+    c.merged = 0;
+    prog_.collectives.push_back(std::move(c));
+    if (mergeable) by_key[key] = index;
+  }
+  SimCollective& c = prog_.collectives[static_cast<std::size_t>(index)];
+  c.merged += 1;
+  const bool per_region = kind == OpKind::broadcast || kind == OpKind::reduce || kind == OpKind::all_reduce;
+  c.calls += per_region ? std::max<int>(1, static_cast<int>(op.regions.size())) : 1;
+  const int bpe = plan_.bytes_per_element;
+  if (op.kind == OpKind::all_to_all) {
+    for (const Transfer& tr : op.transfers) c.call.transfers.emplace_back(tr.src, tr.dst, double(tr.from.count) * bpe);
+    for (const Transfer& tr : op.transfers) c.call.bytes += double(tr.from.count) * bpe;
+  } else {
+    const double bytes = collective_payload_bytes(op, rank, bpe);
+    c.call.bytes += bytes;
+    if (kind == OpKind::broadcast || kind == OpKind::reduce) {
+      auto it = std::find_if(c.call.rooted.begin(), c.call.rooted.end(), [&](const auto& x) { return x.first == op.root; });
+      if (it == c.call.rooted.end()) {
+        c.call.rooted.emplace_back(op.root, bytes);
+      } else {
+        it->second += bytes;
+      }
+    }
+  }
+  by_id[id] = index;
+  return index;
+}
+
+void RankBuilder::classify(int rank) {
+  const auto& plan_ops = plan_.ranks[static_cast<std::size_t>(rank)];
+  const int U = as_is_ ? 0 : static_cast<int>(units_.units.size());  // as is: no fwd/bwd compute
+  fwd_.assign(static_cast<std::size_t>(U), {});
+  bwd_.assign(static_cast<std::size_t>(U), {});
+  optimizer_ops_.clear();
+  // A bucket's launches belong to its first unit: its forward compute needs them, and in the
+  // backward, which runs units in reverse, that unit's gradients are the bucket's last.
+  std::map<int, int> bucket_unit;
+  op_unit_.assign(plan_ops.size(), {-1, 0});
+  for (std::size_t i = 0; i < plan_ops.size(); ++i) {
+    const Op& op = plan_ops[i];
+    if (op.phase == Phase::optimizer || as_is_) continue;
+    auto& [unit, first] = op_unit_[i];
+    unit = unit_of(op, routing_, units_, &first);
+    if (op.bucket < 0) continue;
+    auto [it, fresh] = bucket_unit.emplace(op.bucket, first);
+    if (!fresh) it->second = std::min(it->second, first);
+  }
+  for (std::size_t i = 0; i < plan_ops.size(); ++i) {
+    const Op& op = plan_ops[i];
+    if (op.phase == Phase::optimizer || as_is_) {
+      optimizer_ops_.push_back(static_cast<int>(i));
+      continue;
+    }
+    if (!is_collective(op.kind)) throw Error("sim: rank " + std::to_string(rank) + " op '" + op.label + "': compute outside the optimizer phase");
+    auto [unit, last] = op_unit_[i];
+    if (op.bucket >= 0) unit = last = bucket_unit.at(op.bucket);
+    const int c = merged_index(rank, op, unit);
+    auto& list = (op.phase == Phase::forward ? fwd_ : bwd_)[static_cast<std::size_t>(unit >= 0 ? unit : last)];
+    auto it = std::find_if(list.begin(), list.end(), [&](const auto& x) { return x.first == c; });
+    if (it == list.end()) list.push_back({c, {}}), it = list.end() - 1;
+    it->second.push_back(static_cast<int>(i));
+  }
+  if (phase_runs_) {
+    std::stable_partition(optimizer_ops_.begin(), optimizer_ops_.end(),
+                          [&](int i) { return plan_ops[static_cast<std::size_t>(i)].phase != Phase::optimizer; });
+  }
+}
+
+void RankBuilder::add_plan_deps(SimOp& s, const std::vector<int>& members, int self) {
+  const auto& plan_ops = plan_.ranks[static_cast<std::size_t>(rank_)];
+  for (int m : members) {
+    for (int d : plan_ops[static_cast<std::size_t>(m)].deps) {
+      const int sd = sim_of_[static_cast<std::size_t>(d)];
+      if (sd == self) continue;
+      if (!real_dependency(plan_ops[static_cast<std::size_t>(m)], plan_ops[static_cast<std::size_t>(d)])) continue;
+      if (sd < 0 || sd > self) {
+        const Op& a = plan_ops[static_cast<std::size_t>(m)];
+        const Op& b = plan_ops[static_cast<std::size_t>(d)];
+        throw Error("sim: rank " + std::to_string(rank_) + " op " + std::to_string(m) + " (" + std::string(to_string(a.kind)) +
+                    " '" + a.label + "', " + std::string(to_string(a.phase)) + ") depends on op " + std::to_string(d) + " (" +
+                    std::string(to_string(b.kind)) + " '" + b.label + "', " + std::string(to_string(b.phase)) +
+                    ") that the step order puts after it");
+      }
+      s.deps.push_back(sd);
+    }
+  }
+}
+
+int RankBuilder::collective_op(int c, const std::vector<int>& members, std::vector<int> extra) {
+  const SimCollective& sc = prog_.collectives[static_cast<std::size_t>(c)];
+  SimOp s{sc.stream, sc.phase, std::string(to_string(sc.call.kind)), sc.label, 0, c, std::move(extra)};
+  s.launches = static_cast<int>(members.size());  // the executor enqueues each Plan collective
+  const int index = static_cast<int>(ops_.size());
+  for (int m : members) sim_of_[static_cast<std::size_t>(m)] = index;
+  add_plan_deps(s, members, index);
+  return emit(std::move(s));
+}
+
+// A member of a sharded Newton-Schulz call (core/ns_sharding.hpp): its all-reduces on the
+// group, one launch each (the squared norm, then every m x m Gram product), on the compute
+// stream because the next GEMM waits for each; then the member's share of the compute. The
+// all-reduces are listed before the compute (the GPU interleaves them; the sum is the same
+// while nothing else runs on the stream).
+int RankBuilder::sharded_ns(int i, const NsTime& priced) {
+  const Op& op = plan_.ranks[static_cast<std::size_t>(rank_)][static_cast<std::size_t>(i)];
+  const MuonMatrix& mm = routing_.muon_matrices.at(op.matrices.at(0));
+  const NsShardComm comm = ns_shard_comm(ns_kernel_of(*ns), mm.rows, mm.cols, ns->steps, ns->restarts);
+  const auto id = static_cast<std::size_t>(op.collective);
+  if (id >= by_id.size()) by_id.resize(std::max(id + 1, 2 * by_id.size()), -1);
+  if (by_id[id] < 0) {  // first member seen: the group's collectives, consecutive
+    by_id[id] = static_cast<int>(prog_.collectives.size());
+    for (int k = 0; k <= comm.matrix_all_reduces; ++k) {
+      SimCollective c;
+      c.call.kind = OpKind::all_reduce;
+      c.call.members = plan_.groups[static_cast<std::size_t>(op.group)].ranks;
+      c.call.bytes = k == 0 ? 8 : comm.bytes_each;
+      c.phase = Phase::optimizer;
+      c.stream = kComputeStream;
+      c.label = (k == 0 ? "NS norm " : "NS Gram product ") + op.label;
+      c.group = plan_.groups[static_cast<std::size_t>(op.group)].name;
+      c.calls = 1;
+      prog_.collectives.push_back(std::move(c));
+    }
+  }
+  int last = collective_op(by_id[id], {i}, {});
+  for (int k = 1; k <= comm.matrix_all_reduces; ++k) last = collective_op(by_id[id] + k, {}, {last});
+  SimOp s{kComputeStream, Phase::optimizer, std::string(to_string(op.kind)), op.label, priced.seconds, -1, {last},
+          std::string(source_class(priced.source))};
+  s.launches = 1;
+  const int index = emit(std::move(s));
+  sim_of_[static_cast<std::size_t>(i)] = index;
+  return index;
+}
+
+// Forward: per unit its gathers (gated by the prefetch depth), then its compute. Backward, in
+// reverse: Z3 re-gathers, compute, then the unit's reductions.
+void RankBuilder::emit_forward_backward() {
+  const int U = static_cast<int>(fwd_.size());
+  const int prefetch = static_cast<int>(t_.prefetch_layers);
+  std::vector<int> fwd_compute(static_cast<std::size_t>(U), -1), bwd_compute(static_cast<std::size_t>(U), -1);
+  for (int u = 0; u < U; ++u) {
+    std::vector<int> mine;
+    const int gate = u - 1 - prefetch;
+    for (const auto& [c, members] : fwd_[static_cast<std::size_t>(u)]) {
+      const bool gated = gate >= 0 && !prog_.collectives[static_cast<std::size_t>(c)].run_ahead;
+      mine.push_back(collective_op(c, members, gated ? std::vector<int>{fwd_compute[static_cast<std::size_t>(gate)]} : std::vector<int>{}));
+    }
+    const ComputeUnit& unit = units_.units[static_cast<std::size_t>(u)];
+    fwd_compute[static_cast<std::size_t>(u)] = emit({kComputeStream, Phase::forward, "forward", "unit " + std::to_string(u),
+                                                     unit.forward_s, -1, mine, std::string(source_class(unit.source))});
+  }
+  for (int j = 0; j < U; ++j) {
+    const auto u = static_cast<std::size_t>(U - 1 - j);
+    std::vector<int> mine;
+    const int gate = j - 1 - prefetch;
+    for (const auto& [c, members] : t_.reshard_after_forward ? fwd_[u] : Entries{}) {
+      auto [it, fresh] = regather.emplace(c, static_cast<int>(prog_.collectives.size()));
+      if (fresh) {
+        SimCollective copy = prog_.collectives[static_cast<std::size_t>(c)];
+        copy.phase = Phase::backward;
+        copy.label += " (backward re-gather)";
+        prog_.collectives.push_back(std::move(copy));
+      }
+      const SimCollective& sc = prog_.collectives[static_cast<std::size_t>(it->second)];
+      SimOp again{sc.stream, Phase::backward, std::string(to_string(sc.call.kind)), sc.label, 0, it->second,
+                  gate >= 0 ? std::vector<int>{bwd_compute[static_cast<std::size_t>(U - 1 - gate)]} : std::vector<int>{}};
+      again.launches = static_cast<int>(members.size());
+      mine.push_back(emit(std::move(again)));
+    }
+    bwd_compute[u] = emit({kComputeStream, Phase::backward, "backward", "unit " + std::to_string(u), units_.units[u].backward_s, -1,
+                           mine, std::string(source_class(units_.units[u].source))});
+    for (const auto& [c, members] : bwd_[u]) collective_op(c, members, {bwd_compute[u]});
+  }
+}
+
+std::vector<SimOp> RankBuilder::build(int rank, const std::vector<NsTime>& compute) {
+  ops_.clear();
+  rank_ = rank;
+  const auto& plan_ops = plan_.ranks[static_cast<std::size_t>(rank)];
+  const auto r = static_cast<std::size_t>(rank);
+  if (collecting) {
+    classify(rank);
+    for (auto* lists : {&fwd_, &bwd_}) {
+      for (const auto& list : *lists) collect_edges(list, plan_ops, edges);
+    }
+    if (classified_.size() <= r) classified_.resize(plan_.ranks.size());
+    classified_[r] = {std::move(fwd_), std::move(bwd_), std::move(optimizer_ops_)};
+    return {};
+  }
+  if (r < classified_.size()) {
+    fwd_ = std::move(classified_[r].fwd);
+    bwd_ = std::move(classified_[r].bwd);
+    optimizer_ops_ = std::move(classified_[r].optimizer_ops);
+    classified_[r] = {};
+  } else {
+    classify(rank);
+  }
+  for (auto* lists : {&fwd_, &bwd_}) {
+    for (auto& list : *lists) {
+      std::stable_sort(list.begin(), list.end(), [&](const auto& x, const auto& y) {
+        return positions[static_cast<std::size_t>(x.first)] < positions[static_cast<std::size_t>(y.first)];
+      });
+    }
+  }
+  sim_of_.assign(plan_ops.size(), -1);
+  emit_forward_backward();
+  int previous = -1;  // the Plan op emitted last
+  for (int i : optimizer_ops_) {
+    const Op& op = plan_ops[static_cast<std::size_t>(i)];
+    const bool fused = fuses_with(plan_ops, previous, i);
+    previous = i;
+    if (is_collective(op.kind)) {
+      collective_op(merged_index(rank, op, -1), {i}, {});
+      continue;
+    }
+    if (is_sharded_ns(op)) {
+      sharded_ns(i, compute[static_cast<std::size_t>(i)]);
+      continue;
+    }
+    const NsTime& priced = compute[static_cast<std::size_t>(i)];
+    SimOp s{kComputeStream, Phase::optimizer, std::string(to_string(op.kind)), op.label, priced.seconds, -1, {},
+            std::string(source_class(priced.source))};
+    s.launches = fused ? 0 : 1;
+    const int index = static_cast<int>(ops_.size());
+    sim_of_[static_cast<std::size_t>(i)] = index;
+    add_plan_deps(s, {i}, index);
+    emit(std::move(s));
+  }
+  for (auto& s : ops_) {
+    std::sort(s.deps.begin(), s.deps.end());
+    s.deps.erase(std::unique(s.deps.begin(), s.deps.end()), s.deps.end());
+  }
+  return std::move(ops_);
+}
+
+}  // namespace dmuon::sim

@@ -1,0 +1,79 @@
+// Builds one rank's op list of the step program from its Plan ops: a layer's collectives
+// merged into launches (launch_order.hpp), forward/backward compute around them, the optimizer
+// ops after. Internal to sim/ (build_step_program drives it over every rank, twice).
+#pragma once
+#include <map>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include "core/forward_backward_cost.hpp"
+#include "core/optimizer_config.hpp"
+#include "core/plan_cost.hpp"
+#include "sim/launch_order.hpp"
+#include "sim/step_program.hpp"
+
+namespace dmuon::sim {
+
+// Builds one rank's op list; collectives are created in `prog` on first sight.
+class RankBuilder {
+ public:
+  RankBuilder(StepProgram& prog, const Plan& plan, const Routing& routing, const ForwardBackwardCost& units,
+              const TrainingSpec& t, bool as_is, bool merge, bool phase_runs)
+      : prog_(prog), plan_(plan), routing_(routing), units_(units), t_(t), as_is_(as_is), merge_(merge && !as_is),
+        phase_runs_(phase_runs && as_is) {}
+
+  // First pass (collecting): only gathers the ordering constraints into `edges`. Second pass:
+  // builds the rank's ops with every unit's launches in `positions` order.
+  std::vector<SimOp> build(int rank, const std::vector<NsTime>& compute);
+  bool collecting = true;
+  std::set<std::pair<int, int>> edges;
+  std::vector<int> positions;
+  const NsConfig* ns = nullptr;  // the Newton-Schulz config: a sharded call's all-reduces
+
+ private:
+  int merged_index(int rank, const Op& op, int unit);
+  void classify(int rank);  // fills fwd_, bwd_ (per unit) and optimizer_ops_
+  void add_plan_deps(SimOp& s, const std::vector<int>& members, int self);
+  int collective_op(int c, const std::vector<int>& members, std::vector<int> extra);
+  int sharded_ns(int i, const NsTime& priced);
+  void emit_forward_backward();
+  int emit(SimOp op) {
+    ops_.push_back(std::move(op));
+    return static_cast<int>(ops_.size()) - 1;
+  }
+
+  StepProgram& prog_;
+  const Plan& plan_;
+  const Routing& routing_;
+  const ForwardBackwardCost& units_;  // forward/backward compute per unit, priced by core
+  const TrainingSpec& t_;
+  bool as_is_;
+  bool merge_;
+  // The executor benchmark's two runs (host issue model, plan_as_is): every forward/backward op
+  // of the rank before its optimizer ops, as the host enqueues them.
+  bool phase_runs_;
+  std::vector<SimOp> ops_;
+  // The rank being built: its collectives per unit, optimizer-phase ops, plan op -> sim op.
+  int rank_ = 0;
+  std::vector<Entries> fwd_, bwd_;
+  std::vector<int> optimizer_ops_;
+  std::vector<int> sim_of_;
+  std::vector<std::pair<int, int>> op_unit_;  // classify's scratch: per plan op, unit_of and its latest_backward
+  // What classify found for each rank in the collecting pass, moved back in the second: the
+  // same result (merged_index only creates collectives on first sight), computed once.
+  struct Classified {
+    std::vector<Entries> fwd, bwd;
+    std::vector<int> optimizer_ops;
+  };
+  std::vector<Classified> classified_;
+
+ public:
+  // Shared across ranks: merge key -> collective index; plan collective id -> merged index;
+  // forward collective index -> its Z3 backward copy.
+  std::map<std::tuple<int, int, int, int, int, bool>, int> by_key;
+  std::vector<int> by_id;  // indexed by the Plan's collective id, -1 = not seen yet
+  std::map<int, int> regather;
+};
+
+}  // namespace dmuon::sim
