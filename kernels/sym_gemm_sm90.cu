@@ -241,7 +241,8 @@ void launch_typed(const void* X, long m, long n, int batch, void* S, cudaStream_
   DMUON_CUDA_CHECK(cudaGetLastError());
 }
 
-// DMUON_SYM_GEMM_BK=32 selects the 8-stage, 64-byte-row ring (a measurement knob; default 64).
+// DMUON_SYM_GEMM_BK=32 selects the 8-stage, 64-byte-row ring: a measurement knob, default 64
+// (32 measured 27% slower on H100, reports/sym-gemm-notes.md v5).
 template <typename T>
 void launch_k_depth(const void* X, long m, long n, int batch, void* S, cudaStream_t stream) {
   static const bool k32 = [] {

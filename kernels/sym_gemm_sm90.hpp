@@ -17,7 +17,8 @@ namespace dmuon::cuda {
 std::string sym_xxt_sm90_unsupported(long m, long n, DType dtype, const void* X);
 
 // Enqueues S[b] = X[b] X[b]^T for b < batch (X stride m*n, S stride m*m, both `dtype`).
-// Capturable into a CUDA graph (no allocation, no synchronisation). Throws dmuon::Error when
+// DMUON_SYM_GEMM_BK=32 in the environment selects the shallower-stage ring (measured slower;
+// kept for measurement on other Hopper parts). Capturable into a CUDA graph (no allocation, no synchronisation). Throws dmuon::Error when
 // unsupported or on a CUDA error.
 void launch_sym_xxt_sm90(const void* X, long m, long n, int batch, DType dtype, void* S, cudaStream_t stream);
 
