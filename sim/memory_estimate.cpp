@@ -11,23 +11,25 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 
-// Peak RSS = kBaseBytes + GPUs x (kBytesPerGpu + items x bytes per GPU and item) + GPUs^2 x
-// kBytesPerRoute: the per-item term per strategy (how many Plan and step-program ops a rank
-// holds per parameter), the last SimGrid's flat zone, one route per ordered pair of GPUs
-// (sim/platform.cpp; 172 MB at 1,024 GPUs, sim-anchors.md 1.2).
+// Peak RSS = kBaseBytes + GPUs x (params x a + matrices x b) + GPUs^2 x kBytesPerRoute. a per
+// strategy (how many Plan and step-program ops a rank holds per parameter), fitted to the
+// slope of peak RSS between 512 and 1,024 GPUs of 16node.yaml (991 parameters, 540 matrices)
+// plus 25%; b = a / 4 from dedicated on qwen3-30b-a3b (579 parameters, 18,624 matrices: one
+// owner's broadcast per matrix, coalesced per layer). The last term is SimGrid's flat zone, one
+// route per ordered pair of GPUs (sim/platform.cpp; 172 MB at 1,024 GPUs, sim-anchors.md 1.2).
 constexpr double kBaseBytes = 64e6;
-constexpr double kBytesPerGpu = 120e3;
 constexpr double kBytesPerRoute = 164;
 
-double bytes_per_gpu_item(Strategy s) {
+double bytes_per_param(Strategy s) {
   switch (s) {
-    case Strategy::adamw: return 3.0e3;
-    case Strategy::ddp_redundant: return 3.0e3;
-    case Strategy::fsdp_gather: return 6.0e3;
-    case Strategy::zero1_a2a: return 6.0e3;
-    case Strategy::dedicated: return 3.0e3;
-    default: return 6.0e3;
+    case Strategy::adamw: return 2300;
+    case Strategy::ddp_redundant: return 1500;
+    case Strategy::fsdp_gather: return 3800;
+    case Strategy::zero1_a2a: return 3300;
+    case Strategy::dedicated: return 1800;
+    case Strategy::owner_striped: return 1900;
   }
+  return 3800;
 }
 
 }  // namespace
@@ -35,11 +37,13 @@ double bytes_per_gpu_item(Strategy s) {
 SimMemoryEstimate estimate_sim_memory(const Scenario& scenario, Strategy strategy, const Routing& routing) {
   SimMemoryEstimate e;
   e.gpus = scenario.cluster.world_size();
-  e.items = static_cast<std::int64_t>(scenario.model.params.size() + routing.muon_matrices.size());
-  e.bytes_per_gpu_item = bytes_per_gpu_item(strategy);
-  e.bytes_per_gpu = kBytesPerGpu;
+  e.params = static_cast<std::int64_t>(scenario.model.params.size());
+  e.matrices = strategy == Strategy::adamw ? 0 : static_cast<std::int64_t>(routing.muon_matrices.size());
+  e.bytes_per_param = bytes_per_param(strategy);
+  e.bytes_per_matrix = e.bytes_per_param / 4;
   const double gpus = double(e.gpus);
-  e.bytes = kBaseBytes + gpus * (kBytesPerGpu + double(e.items) * e.bytes_per_gpu_item) + gpus * gpus * kBytesPerRoute;
+  e.bytes = kBaseBytes + gpus * (double(e.params) * e.bytes_per_param + double(e.matrices) * e.bytes_per_matrix) +
+            gpus * gpus * kBytesPerRoute;
   return e;
 }
 
@@ -59,12 +63,12 @@ void check_sim_memory(const SimMemoryEstimate& e, Strategy strategy, double limi
   char buf[600];
   std::snprintf(buf, sizeof buf,
                 "strategy %s: simulating %lld GPUs needs an estimated %.1f GiB of host memory (%lld GPUs x (%lld "
-                "parameters and Muon matrices x %.0f B + %.0f kB) + %lld^2 routes x %.0f B + %.0f MB), over the %.1f "
-                "GiB %s; not started: use fewer nodes or a larger machine",
+                "parameters x %.0f B + %lld Muon matrices x %.0f B) + %lld^2 routes x %.0f B + %.0f MB), over the "
+                "%.1f GiB %s; not started: use fewer nodes or a larger machine",
                 std::string(to_string(strategy)).c_str(), static_cast<long long>(e.gpus), e.bytes / kGiB,
-                static_cast<long long>(e.gpus), static_cast<long long>(e.items), e.bytes_per_gpu_item,
-                e.bytes_per_gpu / 1e3, static_cast<long long>(e.gpus), kBytesPerRoute, kBaseBytes / 1e6,
-                limit_bytes / kGiB, limit_source.c_str());
+                static_cast<long long>(e.gpus), static_cast<long long>(e.params), e.bytes_per_param,
+                static_cast<long long>(e.matrices), e.bytes_per_matrix, static_cast<long long>(e.gpus), kBytesPerRoute,
+                kBaseBytes / 1e6, limit_bytes / kGiB, limit_source.c_str());
   throw Error(buf);
 }
 

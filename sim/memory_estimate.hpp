@@ -13,14 +13,15 @@ namespace dmuon::sim {
 struct SimMemoryEstimate {
   double bytes = 0;            // peak resident bytes of the simulation process
   std::int64_t gpus = 0;       // cluster.nodes x cluster.gpus_per_node
-  std::int64_t items = 0;      // parameters + Muon matrices: what a rank's op list grows with
-  double bytes_per_gpu_item = 0;
-  double bytes_per_gpu = 0;
+  std::int64_t params = 0;     // what a rank's op list grows with: its parameters (FSDP pieces,
+  std::int64_t matrices = 0;   // AdamW) and, under Muon, its matrices (an MoE stack holds many)
+  double bytes_per_param = 0;  // per GPU
+  double bytes_per_matrix = 0;
 };
 
-// A linear fit of measured peak RSS (reports/sim-speed.md: this machine, 8 to 1,024 GPUs of
-// scenarios/16node.yaml, every strategy), rounded up; ignores the model's sizes (a Plan holds
-// regions, not data).
+// A linear fit of measured peak RSS (reports/sim-speed.md: 128 to 1,024 GPUs of
+// scenarios/16node.yaml, every strategy, and qwen3-30b-a3b-16node's 18,624 expert matrices),
+// with a margin; the model's sizes do not matter (a Plan holds regions, not data).
 SimMemoryEstimate estimate_sim_memory(const Scenario& scenario, Strategy strategy, const Routing& routing);
 
 // MemAvailable of /proc/meminfo in bytes; 0 when it cannot be read.
