@@ -13,9 +13,6 @@ namespace {
 
 using UnitKey = std::tuple<int, int, int>;  // (tower, part, layer)
 
-struct Gemm {
-  double tokens = 0, in = 0, out = 0, count = 1;  // `count` GEMMs of this shape (an expert stack)
-};
 struct Attention {
   double samples = 0, seq_len = 0, heads = 0, head_dim = 0;
 };
@@ -23,7 +20,7 @@ struct Attention {
 // What one unit computes, for the whole micro-batch.
 struct Work {
   double flops = 0;  // forward
-  std::vector<Gemm> gemms;
+  std::vector<UnitGemm> gemms;
   std::vector<Attention> attention;
   double forward_bytes = 0, backward_bytes = 0;  // elementwise traffic, counted as below
 };
@@ -173,7 +170,7 @@ std::optional<ForwardBackwardSeconds> interpolated(const Work& w, const GemmGrid
                                                    const ForwardBackwardTable& table) {
   if (gemm.empty() || !table.elementwise_GBps || (!w.attention.empty() && attention.empty())) return std::nullopt;
   ForwardBackwardSeconds s;
-  for (const Gemm& g : w.gemms) {
+  for (const UnitGemm& g : w.gemms) {
     const auto x = gemm.seconds(g.tokens, g.in, g.out);
     s.forward_s += x.forward_s * g.count, s.backward_s += x.backward_s * g.count;
   }
@@ -210,7 +207,7 @@ ForwardBackwardCost forward_backward_cost(const ModelSpec& model, const Training
   double total_flops = 0;
   for (const auto& [key, w] : u.work) {
     index[key] = static_cast<int>(c.units.size());
-    c.units.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), w.flops, 0, 0, "datasheet"});
+    c.units.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), w.flops, 0, 0, "datasheet", w.gemms});
     total_flops += w.flops;
   }
   for (const auto& key : u.key_of_param) c.unit_of_param.push_back(index.at(key));

@@ -34,6 +34,14 @@
 
 namespace dmuon {
 
+// One weight GEMM shape of a unit's forward pass over the whole micro-batch: `count` products
+// of (tokens x in) activations with an (in x out) weight. An expert stack is `count` = experts
+// GEMMs of tokens * active / experts tokens each (balanced routing); its FLOPs are those of
+// min(moe_top_k, experts) experts seeing every token.
+struct UnitGemm {
+  double tokens = 0, in = 0, out = 0, count = 1;
+};
+
 struct ComputeUnit {
   int tower = 0;  // order of first appearance in ModelSpec::params
   int part = 1;   // 0 before the blocks, 1 a block, 2 after
@@ -41,6 +49,7 @@ struct ComputeUnit {
   double forward_flops = 0;  // whole micro-batch
   double forward_s = 0, backward_s = 0;
   std::string_view source;  // "measured total", "measured", "interpolated", "datasheet"
+  std::vector<UnitGemm> gemms;  // the forward weight GEMMs (attention's s^2 part is not one)
 };
 
 struct ForwardBackwardCost {
