@@ -1,6 +1,7 @@
 #include "sim/runner.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/error.hpp"
 
@@ -10,6 +11,12 @@ namespace {
 constexpr int kAnyStream = -2;  // reference_runner: woken by any op's end, as before
 
 // Sleeps until `t_s` when it is still ahead; returns the seconds slept.
+// Suspends this stream's actor until op_done resumes it.
+void park(RankSync& rs, int stream) {
+  rs.parked[stream] = sg4::Actor::self();
+  sg4::this_actor::suspend();
+}
+
 double sleep_until(double t_s) {
   const double now = sg4::Engine::get_clock();
   if (!(t_s > now)) return 0;
@@ -25,29 +32,24 @@ void Runner::start(const std::vector<sg4::Host*>& hosts) {
   reduce_dependencies();
   for (std::size_t r = 0; r < prog_.ranks.size(); ++r) {
     RankSync& rs = ranks_[r];
-    rs.mutex = sg4::Mutex::create();
     const std::size_t n = prog_.ranks[r].size();
     rs.done.assign(n, 0);
     rs.start.assign(n, 0);
     rs.end.assign(n, 0);
     rs.host_wait.assign(n, 0);
     rs.completed.assign(kStreams, 0);
+    rs.parked.assign(kStreams, nullptr);
     rs.wait_stream.assign(kStreams, -1);
     rs.wait_count.assign(kStreams, 0);
     std::vector<std::vector<int>> by_stream(kStreams);
     for (std::size_t i = 0; i < n; ++i) by_stream[static_cast<std::size_t>(prog_.ranks[r][i].stream)].push_back(static_cast<int>(i));
     for (int s = 0; s < kStreams; ++s) {
-      rs.cv.push_back(sg4::ConditionVariable::create());
       if (by_stream[s].empty()) continue;
       sg4::Actor::create("r" + std::to_string(r) + "s" + std::to_string(s), hosts_[r],
                          [this, r, s, ops = std::move(by_stream[s])] { stream_actor(static_cast<int>(r), s, ops); });
     }
   }
   colls_.resize(prog_.collectives.size());
-  for (auto& c : colls_) {
-    c.mutex = sg4::Mutex::create();
-    c.cv = sg4::ConditionVariable::create();
-  }
   barrier_.mutex = sg4::Mutex::create();
   barrier_.cv = sg4::ConditionVariable::create();
   long first = 0;
@@ -115,11 +117,9 @@ void Runner::wait_needs(int rank, int stream, int op) {
   const auto& begin = need_begin_[static_cast<std::size_t>(rank)];
   for (std::size_t k = begin[static_cast<std::size_t>(op)]; k < begin[static_cast<std::size_t>(op) + 1]; ++k) {
     const Need n = needs_[k];
-    if (rs.completed[n.stream] >= n.count) continue;
-    std::unique_lock<sg4::Mutex> lock(*rs.mutex);
     rs.wait_stream[stream] = n.stream;
     rs.wait_count[stream] = n.count;
-    while (rs.completed[n.stream] < n.count) rs.cv[stream]->wait(lock);
+    while (rs.completed[n.stream] < n.count) park(rs, stream);
     rs.wait_stream[stream] = -1;
   }
 }
@@ -133,10 +133,8 @@ void Runner::wait_all_deps(int rank, int stream, const std::vector<int>& deps) {
     while (next < deps.size() && rs.done[static_cast<std::size_t>(deps[next])]) ++next;
     return next == deps.size();
   };
-  if (ready()) return;
-  std::unique_lock<sg4::Mutex> lock(*rs.mutex);
   rs.wait_stream[stream] = kAnyStream;
-  while (!ready()) rs.cv[stream]->wait(lock);
+  while (!ready()) park(rs, stream);
   rs.wait_stream[stream] = -1;
 }
 
@@ -146,7 +144,9 @@ void Runner::op_done(int rank, int stream, std::size_t op) {
   const int completed = ++rs.completed[stream];
   for (int t = 0; t < kStreams; ++t) {
     const int w = rs.wait_stream[t];
-    if (w == kAnyStream || (w == stream && rs.wait_count[t] <= completed)) rs.cv[t]->notify_all();
+    if (rs.parked[t] && (w == kAnyStream || (w == stream && rs.wait_count[t] <= completed))) {
+      std::exchange(rs.parked[t], nullptr)->resume();
+    }
   }
 }
 

@@ -19,14 +19,12 @@ namespace dmuon::sim {
 namespace sg4 = simgrid::s4u;
 
 // Per GPU. SimGrid actors run one at a time and only yield inside SimGrid calls, so counters
-// are read and written without locking; the mutex exists because a condition variable needs
-// one, and is taken only to wait.
+// are read and written without locking, and an actor that must wait suspends itself until the
+// actor that meets its condition resumes it: one SimGrid call each side, where a mutex and a
+// condition variable took three (lock, wait, unlock) and woke every waiter of the variable.
 struct RankSync {
-  sg4::MutexPtr mutex;
-  // One condition variable per stream actor, so that an op's end wakes only the actor that
-  // waits for it (a shared one woke every waiting stream of the GPU at every op's end).
-  std::vector<sg4::ConditionVariablePtr> cv;  // per stream
-  std::vector<int> completed;                 // per stream: ops done (in stream order)
+  std::vector<sg4::Actor*> parked;  // per stream: its actor while suspended, else nullptr
+  std::vector<int> completed;       // per stream: ops done (in stream order)
   // Per stream actor that waits: the stream and count it waits for (-1: not waiting).
   std::vector<int> wait_stream, wait_count;
   std::vector<char> done;
@@ -37,8 +35,7 @@ struct RankSync {
 struct CollectiveSync {
   int arrived = 0;
   bool done = false;
-  sg4::MutexPtr mutex;
-  sg4::ConditionVariablePtr cv;
+  std::vector<sg4::Actor*> parked;  // members that arrived before the last one
   double start = 0, end = 0;
   std::string algorithm;
 };

@@ -16,13 +16,13 @@ void Runner::arrive(int c) {
   CollectiveSync& cs = colls_[static_cast<std::size_t>(c)];
   const int members = static_cast<int>(prog_.collectives[static_cast<std::size_t>(c)].call.members.size());
   if (++cs.arrived < members) {
-    std::unique_lock<sg4::Mutex> lock(*cs.mutex);
-    while (!cs.done) cs.cv->wait(lock);
+    cs.parked.push_back(sg4::Actor::self());
+    while (!cs.done) sg4::this_actor::suspend();
     return;
   }
   execute(c, cs);
   cs.done = true;
-  if (members > 1) cs.cv->notify_all();
+  for (sg4::Actor* a : cs.parked) a->resume();  // in arrival order, as notify_all woke them
 }
 
 void Runner::execute(int c, CollectiveSync& cs) {
