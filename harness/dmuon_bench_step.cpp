@@ -2,16 +2,19 @@
 
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include <boost/program_options.hpp>
 
 #include "core/calibration.hpp"
 #include "core/device_profile.hpp"
 #include "core/error.hpp"
+#include "core/forward_backward_cost.hpp"
 #include "core/provenance.hpp"
 #include "core/routing.hpp"
 #include "core/scenario.hpp"
 #include "core/step_planner.hpp"
+#include "core/step_units.hpp"
 #include "harness/dmuon_bench_step_report.hpp"
 #include "kernels/device_query.hpp"
 #include "kernels/executor_bench.hpp"
@@ -27,6 +30,7 @@ struct Args {
   std::vector<std::string> strategies;
   exec::BenchOptions bench;
   int max_batch = 64;
+  bool compute_standin = false;
   std::string command;
 };
 
@@ -45,6 +49,8 @@ bool parse(int argc, char** argv, Args& a) {
       ("tune-cache", po::value(&a.bench.tune_cache_file), "NS autotune cache (JSON)")
       ("max-batch", po::value(&a.max_batch)->default_value(a.max_batch), "same-shape matrices per batched NS call")
       ("calibration", po::value(&a.calibration), "calibration YAML for the owner assignment's cost model")
+      ("compute-standin", po::bool_switch(&a.compute_standin),
+       "measure the whole step: forward/backward weight GEMMs (cuBLASLt) between the collectives, then the optimizer")
       ("machine", po::value(&a.machine), "report name: reports/step-<machine>.* (default <world>x<gpu>)")
       ("out-dir", po::value(&a.out_dir)->default_value(a.out_dir), "where the reports go");
   po::variables_map vm;
@@ -56,6 +62,8 @@ bool parse(int argc, char** argv, Args& a) {
   po::notify(vm);
   if (a.backend != "nccl") throw Error("--backend: '" + a.backend + "' cannot measure a step (available: nccl)");
   exec::validate(a.bench);
+  // The first iteration picks cuBLASLt's algorithms for every stand-in shape: never time it.
+  if (a.compute_standin && a.bench.warmup < 1) throw Error("--compute-standin: needs --warmup >= 1, got --warmup " + std::to_string(a.bench.warmup));
   a.command = command_line(argc, argv, "dmuon-bench");
   return true;
 }
@@ -71,20 +79,24 @@ std::string short_gpu_name(const std::string& name) {
   return out;
 }
 
-// [allocated, staged, samples, per sample: comm seconds, spans, 5 a span, optimizer seconds, spans, ...]
+// [allocated, staged, standin, standin flops, samples, per sample: comm seconds, spans, 7 a span,
+//  optimizer seconds, spans, ..., whole step seconds, spans, ...]
 std::vector<double> flatten(const exec::RankMeasurement& m) {
-  std::vector<double> v{m.allocated_bytes, static_cast<double>(m.staged_ns_calls), static_cast<double>(m.samples.size())};
+  std::vector<double> v{m.allocated_bytes, static_cast<double>(m.staged_ns_calls), m.standin ? 1.0 : 0.0, m.standin_flops,
+                        static_cast<double>(m.samples.size())};
   auto put = [&](const exec::RunTiming& t) {
     v.push_back(t.seconds);
     v.push_back(static_cast<double>(t.spans.size()));
     for (const auto& s : t.spans) {
       v.insert(v.end(), {static_cast<double>(s.op), static_cast<double>(s.fused_ops),
-                         s.stream == StreamKind::compute ? 0.0 : 1.0, s.start_seconds, s.end_seconds});
+                         s.stream == StreamKind::compute ? 0.0 : 1.0, s.start_seconds, s.end_seconds,
+                         static_cast<double>(s.standin_unit), s.standin_backward ? 1.0 : 0.0});
     }
   };
   for (const auto& s : m.samples) {
     put(s.comm_phase);
     put(s.optimizer);
+    put(s.whole_step);
   }
   return v;
 }
@@ -95,6 +107,8 @@ exec::RankMeasurement unflatten(const std::vector<double>& v) {
   exec::RankMeasurement m;
   m.allocated_bytes = next();
   m.staged_ns_calls = static_cast<int>(next());
+  m.standin = next() != 0.0;
+  m.standin_flops = next();
   const auto samples = static_cast<std::size_t>(next());
   auto get = [&](exec::RunTiming& t) {
     t.seconds = next();
@@ -106,6 +120,8 @@ exec::RankMeasurement unflatten(const std::vector<double>& v) {
       s.stream = next() == 0.0 ? StreamKind::compute : StreamKind::comm;
       s.start_seconds = next();
       s.end_seconds = next();
+      s.standin_unit = static_cast<int>(next());
+      s.standin_backward = next() != 0.0;
       t.spans.push_back(s);
     }
   };
@@ -113,6 +129,7 @@ exec::RankMeasurement unflatten(const std::vector<double>& v) {
     exec::IterationSample s;
     get(s.comm_phase);
     get(s.optimizer);
+    get(s.whole_step);
     m.samples.push_back(std::move(s));
   }
   return m;
@@ -133,6 +150,9 @@ void run_rank(exec::RankHandle& h, const Args& a, StepReport& report) {
                 std::to_string(h.world()) + " ranks");
   }
   const CostModel cost = cost_model(sc, a);
+  // The stand-in's units and GEMMs; their pricing (peak, no calibration) plays no part here.
+  const ForwardBackwardCost units =
+      forward_backward_cost(sc.model, sc.training, sc.training.peak_tflops.value_or(cost.device().gemm_tflops));
   StepPlanOptions po;
   po.plan.max_batch = a.max_batch;
   std::vector<Strategy> strategies = sc.strategies;
@@ -144,15 +164,27 @@ void run_rank(exec::RankHandle& h, const Args& a, StepReport& report) {
     const std::string name(to_string(s));
     if (h.rank() == 0) std::cerr << "dmuon-bench step: " << name << ": planning and measuring" << std::endl;
     const StepPlan sp = plan_step(sc.model, routing, sc.optimizer, s, mesh, cost, po);
-    const exec::RankMeasurement mine = exec::measure_plan(h, sp.plan, sc.model, routing, sc.optimizer, a.bench);
+    std::optional<exec::StandinInputs> standin;
+    if (a.compute_standin) {
+      standin = exec::StandinInputs{&units, step_schedule(sp.plan, h.rank(), assign_step_units(sp.plan, routing, units),
+                                                          sc.training.prefetch_layers)};
+    }
+    const exec::RankMeasurement mine =
+        exec::measure_plan(h, sp.plan, sc.model, routing, sc.optimizer, a.bench, standin ? &*standin : nullptr);
     const auto all = h.all_gather_ragged(flatten(mine));
     if (h.rank() != 0) continue;
     std::vector<exec::RankMeasurement> ranks;
     for (const auto& v : all) ranks.push_back(unflatten(v));
     StrategyResult r = summarize(name, sp.plan, ranks);
     if (sp.assignment) r.ns_imbalance_predicted = sp.assignment->imbalance();
-    std::cerr << "dmuon-bench step: " << name << ": optimizer step " << r.step_seconds * 1e3 << " ms, fwd+bwd comm "
-              << r.comm_phase_seconds * 1e3 << " ms" << std::endl;
+    if (r.standin) {
+      std::cerr << "dmuon-bench step: " << name << ": whole step " << r.standin->step_seconds * 1e3 << " ms, compute busy "
+                << r.standin->compute_busy_seconds * 1e3 << " ms, exposed comm " << r.standin->exposed_comm_seconds * 1e3
+                << " ms" << std::endl;
+    } else {
+      std::cerr << "dmuon-bench step: " << name << ": optimizer step " << r.step_seconds * 1e3 << " ms, fwd+bwd comm "
+                << r.comm_phase_seconds * 1e3 << " ms" << std::endl;
+    }
     report.strategies.push_back(std::move(r));
   }
   if (h.rank() == 0) {

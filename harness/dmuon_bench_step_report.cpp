@@ -14,7 +14,6 @@
 #include "core/provenance.hpp"
 
 namespace dmuon::bench {
-namespace {
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -22,6 +21,8 @@ double median(std::vector<double> v) {
   const std::size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
+
+namespace {
 
 double imbalance(const std::vector<double>& per_rank) {
   double mean = 0, top = 0;
@@ -36,7 +37,7 @@ double imbalance(const std::vector<double>& per_rank) {
 double ns_seconds(const exec::RunTiming& t, const std::vector<Op>& ops) {
   double s = 0;
   for (const exec::OpSpan& span : t.spans) {
-    if (ops[static_cast<std::size_t>(span.op)].kind == OpKind::newton_schulz) s += span.end_seconds - span.start_seconds;
+    if (span.op >= 0 && ops[static_cast<std::size_t>(span.op)].kind == OpKind::newton_schulz) s += span.end_seconds - span.start_seconds;
   }
   return s;
 }
@@ -115,10 +116,12 @@ StrategyResult summarize(const std::string& strategy, const Plan& plan, const st
     r.ranks.push_back(s);
     r.trace_comm_phase.push_back(ranks[k].samples.back().comm_phase.spans);
     r.trace_optimizer.push_back(ranks[k].samples.back().optimizer.spans);
+    r.trace_whole_step.push_back(ranks[k].samples.back().whole_step.spans);
     std::vector<std::string> labels;
     for (const Op& op : plan.ranks[k]) labels.push_back(op_label(op));
     r.op_labels.push_back(std::move(labels));
   }
+  if (ranks.front().standin) r.standin = summarize_standin(ranks);
   return r;
 }
 
@@ -155,6 +158,12 @@ void write_json(const StepReport& report, const std::string& path) {
   for (const auto& s : report.strategies) {
     nlohmann::json x;
     x["strategy"] = s.strategy;
+    if (s.standin) {
+      add_standin_json(x, *s.standin);
+      x["payload_bytes_per_step_max_rank"] = total_payload(s, true);
+      list.push_back(x);
+      continue;
+    }
     x["optimizer_step_seconds_median"] = s.step_seconds;
     x["optimizer_step_seconds_samples"] = s.step_seconds_samples;
     x["fwd_bwd_comm_seconds_median"] = s.comm_phase_seconds;
@@ -206,6 +215,8 @@ void write_markdown(const StepReport& report, const std::string& path) {
   f << "- command: `" << report.command << "`\n- date: " << report.date << "\n- scenario: `" << report.scenario << "`\n";
   f << "- launcher: " << report.launcher << "; " << report.warmup << " warm-up + " << report.iterations
     << " measured iterations; times from CUDA events, median over iterations of the slowest rank.\n";
+  const bool standin = std::any_of(report.strategies.begin(), report.strategies.end(), [](const auto& s) { return s.standin.has_value(); });
+  if (standin) return write_standin_markdown(f, report.strategies);
   f << "- the forward/backward collectives run alone (no model compute), then a barrier, then the optimizer step.\n\n";
   f << "| strategy | optimizer step ms | fwd+bwd comm ms | comm inside step ms | comm per step ms | payload MB/step (max rank) | NS imbalance measured | predicted |\n";
   f << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
@@ -255,7 +266,7 @@ void write_chrome_trace(const StepReport& report, const std::string& path) {
       for (int tid : {0, 1}) trace.thread_name(pid, tid, tid == 0 ? "compute stream" : "comm stream");
       auto add = [&](const std::vector<exec::OpSpan>& spans, double base, const char* phase) {
         for (const auto& sp : spans) {
-          std::string name = s.op_labels[k][static_cast<std::size_t>(sp.op)];
+          std::string name = sp.op < 0 ? standin_span_name(sp) : s.op_labels[k][static_cast<std::size_t>(sp.op)];
           if (sp.fused_ops > 1) name += " +" + std::to_string(sp.fused_ops - 1) + " fused";
           trace.complete(name, phase, pid, sp.stream == StreamKind::compute ? 0 : 1, (base + sp.start_seconds) * 1e6,
                          (sp.end_seconds - sp.start_seconds) * 1e6, {{"op", sp.op}});
@@ -263,6 +274,7 @@ void write_chrome_trace(const StepReport& report, const std::string& path) {
       };
       add(s.trace_comm_phase[k], 0, "fwd+bwd comm");
       add(s.trace_optimizer[k], offset, "optimizer");
+      add(s.trace_whole_step[k], 0, "whole step (compute stand-in)");
     }
   }
   nlohmann::json other = provenance_json(report.command, report.date);

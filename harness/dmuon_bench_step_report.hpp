@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/plan.hpp"
+#include "harness/dmuon_bench_step_standin.hpp"
 #include "kernels/executor_bench.hpp"
 
 namespace dmuon::bench {
@@ -30,8 +31,9 @@ struct StrategyResult {
   std::optional<double> ns_imbalance_predicted;  // the owner assignment's own figure
   std::vector<double> step_seconds_samples;
   std::vector<RankSummary> ranks;
+  std::optional<StandinResult> standin;  // --compute-standin: the whole-step figures (the above are then 0)
   // Chrome trace events of the last measured iteration, per rank (already offset and labelled).
-  std::vector<std::vector<exec::OpSpan>> trace_comm_phase, trace_optimizer;
+  std::vector<std::vector<exec::OpSpan>> trace_comm_phase, trace_optimizer, trace_whole_step;
   std::vector<std::vector<std::string>> op_labels;  // [rank][op] "kind 'label'"
 };
 
@@ -42,6 +44,8 @@ struct StepReport {
   std::string launcher;
   std::vector<StrategyResult> strategies;
 };
+
+double median(std::vector<double> v);
 
 // Per-rank measurements (index = rank) into one strategy's result.
 StrategyResult summarize(const std::string& strategy, const Plan& plan, const std::vector<exec::RankMeasurement>& ranks);

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <sstream>
 
 #include "core/error.hpp"
+#include "kernels/compute_standin.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/executor_fill.hpp"
 #include "kernels/nccl_executor.hpp"
@@ -56,7 +58,7 @@ void validate(const BenchOptions& options) {
 }
 
 RankMeasurement measure_plan(RankHandle& rank, const Plan& plan, const ModelSpec& model, const Routing& routing,
-                             const OptimizerConfig& config, const BenchOptions& options) {
+                             const OptimizerConfig& config, const BenchOptions& options, const StandinInputs* standin) {
   validate(options);
   ExecutorOptions eo;
   eo.timeout_seconds = options.timeout_seconds;
@@ -67,15 +69,26 @@ RankMeasurement measure_plan(RankHandle& rank, const Plan& plan, const ModelSpec
   fill_random(ex.buffers(), rank.rank(), options.seed);
   RankMeasurement out;
   out.allocated_bytes = static_cast<double>(ex.buffers().allocated_bytes());
+  std::unique_ptr<ComputeStandin> compute;
+  if (standin) {
+    if (!standin->cost) throw Error("rank " + std::to_string(rank.rank()) + ": compute stand-in without its units");
+    compute = std::make_unique<ComputeStandin>(*standin->cost, options.seed + 7919u * static_cast<std::uint64_t>(rank.rank()));
+    out.standin = true;
+    out.standin_flops = compute->flops();
+  }
   long step = 0;
   for (int i = 0; i < options.warmup + options.iterations; ++i) {
     const bool timed = i >= options.warmup;
     ++step;
     rank.all_gather({0.0});  // barrier: every rank starts the phase together
     IterationSample s;
-    s.comm_phase = ex.run(kForward | kBackward, step, timed);
-    rank.all_gather({0.0});
-    s.optimizer = ex.run(kOptimizer, step, timed);
+    if (compute) {
+      s.whole_step = ex.run_step(standin->schedule, *compute, step, timed);
+    } else {
+      s.comm_phase = ex.run(kForward | kBackward, step, timed);
+      rank.all_gather({0.0});
+      s.optimizer = ex.run(kOptimizer, step, timed);
+    }
     if (timed) out.samples.push_back(std::move(s));
   }
   out.staged_ns_calls = ex.staged_ns_calls();

@@ -21,6 +21,7 @@ add_library(dmuon_executor
   executor_deps.cpp
   executor_launch.cpp
   executor_bench.cpp
+  compute_standin.cpp
   executor_session.cpp
   executor_fill.cpp
   executor_fill.cu

@@ -12,6 +12,10 @@ struct OpSpan {
   int fused_ops = 1;  // > 1: this span covers op..op+fused_ops-1 (a fused AdamW launch)
   StreamKind stream = StreamKind::compute;
   double start_seconds = 0, end_seconds = 0;
+  // A step schedule's compute item (RankExecutor::run_step): its unit, forward or backward;
+  // `op` is then -1.
+  int standin_unit = -1;
+  bool standin_backward = false;
 };
 
 struct RunTiming {

@@ -63,6 +63,7 @@ void require_same_plan(comm::RankComms& comms, const Plan& plan, double timeout_
 
 struct RankExecutor::Events {
   std::vector<cudaEvent_t> start, done;  // per op
+  std::vector<cudaEvent_t> unit_start, unit_done;  // per step-schedule compute item: 2 * unit + backward
   cudaEvent_t t0 = nullptr, compute_end = nullptr, comm_end = nullptr;
   explicit Events(std::size_t ops) {
     for (std::size_t i = 0; i < ops; ++i) {
@@ -73,11 +74,28 @@ struct RankExecutor::Events {
     compute_end = new_event();
     comm_end = new_event();
   }
+  void ensure_units(int units) {
+    while (unit_done.size() < 2 * at(units)) {
+      unit_start.push_back(new_event());
+      unit_done.push_back(new_event());
+    }
+  }
   ~Events() {
-    for (auto* v : {&start, &done}) {
+    for (auto* v : {&start, &done, &unit_start, &unit_done}) {
       for (cudaEvent_t e : *v) (void)cudaEventDestroy(e);
     }
     for (cudaEvent_t e : {t0, compute_end, comm_end}) (void)cudaEventDestroy(e);
+  }
+};
+
+// What one run enqueued, in order: Plan ops (first op, ops covered) and compute items.
+struct RankExecutor::Issued {
+  std::vector<std::pair<int, int>> ops;
+  std::vector<std::pair<int, bool>> units;  // (unit, backward)
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now(), sample_end = start;
+  int launches = 0;
+  void launched() {
+    if (++launches == kIssueSampleLaunches) sample_end = std::chrono::steady_clock::now();
   }
 };
 
@@ -148,7 +166,12 @@ void RankExecutor::enqueue(int index, unsigned phases, long adam_step, bool time
   cudaStream_t stream = stream_of(op);
   for (int k = index; k < index + fused; ++k) {
     for (int w : waits_[at(k)]) {
-      if (w < index && (phase_bit(ops[at(w)].phase) & phases)) DMUON_CUDA_CHECK(cudaStreamWaitEvent(stream, events_->done[at(w)], 0));
+      if (issued_[at(w)]) {
+        DMUON_CUDA_CHECK(cudaStreamWaitEvent(stream, events_->done[at(w)], 0));
+      } else if (phase_bit(ops[at(w)].phase) & phases) {
+        // Only a step schedule can order ops so (a list-order run issues every earlier op first).
+        throw Error(describe(index) + " must wait for " + describe(w) + ", which the step schedule issues after it");
+      }
     }
   }
   if (time_ops) DMUON_CUDA_CHECK(cudaEventRecord(events_->start[at(index)], stream));
@@ -162,36 +185,98 @@ void RankExecutor::enqueue(int index, unsigned phases, long adam_step, bool time
   } else {
     compute_runner_->launch(op, *buffers_, adam_step, where);
   }
-  for (int k = index; k < index + fused; ++k) DMUON_CUDA_CHECK(cudaEventRecord(events_->done[at(k)], stream));
+  for (int k = index; k < index + fused; ++k) {
+    DMUON_CUDA_CHECK(cudaEventRecord(events_->done[at(k)], stream));
+    issued_[at(k)] = 1;
+  }
 }
 
 RunTiming RankExecutor::run(unsigned phases, long adam_step, bool time_ops) {
+  return run_issuing(phases, time_ops, [&](Issued& issued) { issue_in_order(phases, adam_step, time_ops, issued); });
+}
+
+RunTiming RankExecutor::run_step(const StepSchedule& schedule, UnitCompute& compute, long adam_step, bool time_ops) {
+  return run_issuing(kAllPhases, time_ops, [&](Issued& issued) {
+    issue_schedule(schedule, compute, adam_step, time_ops, issued);
+    issue_in_order(kOptimizer, adam_step, time_ops, issued);
+  });
+}
+
+void RankExecutor::issue_in_order(unsigned phases, long adam_step, bool time_ops, Issued& issued) {
+  const auto& ops = plan_.ranks[at(rank())];
+  for (int i = 0; i < static_cast<int>(ops.size());) {
+    if (!(phase_bit(ops[at(i)].phase) & phases)) {
+      ++i;
+      continue;
+    }
+    if (peer_failed_ && *peer_failed_) fail("a peer rank failed", phases);
+    int fused = 1;
+    enqueue(i, phases, adam_step, time_ops, fused);
+    issued.ops.push_back({i, fused});
+    issued.launched();
+    i += fused;
+  }
+}
+
+// Each item waits for the items it names (cross-stream events), then runs on its stream: a Plan
+// op as run() enqueues it, a compute item on the compute stream through `compute`.
+void RankExecutor::issue_schedule(const StepSchedule& schedule, UnitCompute& compute, long adam_step, bool time_ops,
+                                  Issued& issued) {
+  const auto& ops = plan_.ranks[at(rank())];
+  const unsigned phases = kForward | kBackward;
+  events_->ensure_units(schedule.units);
+  std::vector<cudaEvent_t> done(schedule.items.size(), nullptr);
+  for (std::size_t k = 0; k < schedule.items.size(); ++k) {
+    const StepItem& item = schedule.items[k];
+    if (peer_failed_ && *peer_failed_) fail("a peer rank failed", phases);
+    const bool is_op = item.kind == StepItemKind::op;
+    if (is_op && (item.index < 0 || at(item.index) >= ops.size() || ops[at(item.index)].phase == Phase::optimizer)) {
+      throw Error("step schedule item " + std::to_string(k) + " names op " + std::to_string(item.index) +
+                  ", not a forward/backward op of rank " + std::to_string(rank()));
+    }
+    if (!is_op && (item.index < 0 || item.index >= schedule.units)) {
+      throw Error("step schedule item " + std::to_string(k) + " names unit " + std::to_string(item.index) + " of " +
+                  std::to_string(schedule.units));
+    }
+    const cudaStream_t stream = is_op ? stream_of(ops[at(item.index)]) : compute_;
+    for (int a : item.after) {
+      if (a < 0 || at(a) >= k) throw Error("step schedule item " + std::to_string(k) + " waits for a later item " + std::to_string(a));
+      DMUON_CUDA_CHECK(cudaStreamWaitEvent(stream, done[at(a)], 0));
+    }
+    if (is_op) {
+      int fused = 1;
+      enqueue(item.index, phases, adam_step, time_ops, fused);
+      if (fused != 1) throw Error(describe(item.index) + ": a fused launch cannot be placed by a step schedule");
+      done[k] = events_->done[at(item.index)];
+      issued.ops.push_back({item.index, 1});
+    } else {
+      const bool backward = item.kind == StepItemKind::backward_compute;
+      const std::size_t slot = 2 * at(item.index) + (backward ? 1 : 0);
+      if (time_ops) DMUON_CUDA_CHECK(cudaEventRecord(events_->unit_start[slot], compute_));
+      compute.enqueue(item.index, backward ? Phase::backward : Phase::forward, compute_);
+      DMUON_CUDA_CHECK(cudaEventRecord(events_->unit_done[slot], compute_));
+      done[k] = events_->unit_done[slot];
+      issued.units.push_back({item.index, backward});
+    }
+    issued.launched();
+  }
+}
+
+RunTiming RankExecutor::run_issuing(unsigned phases, bool time_ops, const std::function<void(Issued&)>& issue) {
   DMUON_CUDA_CHECK(cudaSetDevice(comms_.device()));
   const auto& ops = plan_.ranks[at(rank())];
   DMUON_CUDA_CHECK(cudaEventRecord(events_->t0, compute_));
   DMUON_CUDA_CHECK(cudaStreamWaitEvent(comm_, events_->t0, 0));
-  std::vector<std::pair<int, int>> ran;  // (first op, ops covered)
-  const auto issue_start = std::chrono::steady_clock::now();
-  auto sample_end = issue_start;
+  issued_.assign(ops.size(), 0);
+  Issued issued;
   try {
-    for (int i = 0; i < static_cast<int>(ops.size());) {
-      if (!(phase_bit(ops[at(i)].phase) & phases)) {
-        ++i;
-        continue;
-      }
-      if (peer_failed_ && *peer_failed_) fail("a peer rank failed", phases);
-      int fused = 1;
-      enqueue(i, phases, adam_step, time_ops, fused);
-      ran.push_back({i, fused});
-      if (static_cast<int>(ran.size()) == kIssueSampleLaunches) sample_end = std::chrono::steady_clock::now();
-      i += fused;
-    }
+    issue(issued);
   } catch (const Error& e) {
     comms_.abort_all();
     const std::string what = e.what();
     throw Error(what.rfind("rank ", 0) == 0 ? what : "rank " + std::to_string(rank()) + ": " + what);
   }
-  const double issue_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - issue_start).count();
+  const double issue_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - issued.start).count();
   DMUON_CUDA_CHECK(cudaEventRecord(events_->comm_end, comm_));
   DMUON_CUDA_CHECK(cudaEventRecord(events_->compute_end, compute_));
   wait(phases);
@@ -206,16 +291,24 @@ RunTiming RankExecutor::run(unsigned phases, long adam_step, bool time_ops) {
   RunTiming t;
   t.seconds = std::max(elapsed_seconds(events_->t0, events_->compute_end), elapsed_seconds(events_->t0, events_->comm_end));
   t.host_issue_seconds = issue_seconds;
-  t.launches = static_cast<int>(ran.size());
+  t.launches = issued.launches;
   if (t.launches >= kIssueSampleLaunches) {
-    t.host_issue_sample_seconds = std::chrono::duration<double>(sample_end - issue_start).count();
+    t.host_issue_sample_seconds = std::chrono::duration<double>(issued.sample_end - issued.start).count();
     t.host_issue_sample_launches = kIssueSampleLaunches;
   }
   if (time_ops) {
-    for (const auto& [i, n] : ran) {
+    for (const auto& [i, n] : issued.ops) {
       const Op& op = ops[at(i)];
       t.spans.push_back({i, n, op.stream, elapsed_seconds(events_->t0, events_->start[at(i)]),
                          elapsed_seconds(events_->t0, events_->done[at(i)])});
+    }
+    for (const auto& [unit, backward] : issued.units) {
+      const std::size_t slot = 2 * at(unit) + (backward ? 1 : 0);
+      OpSpan span{-1, 1, StreamKind::compute, elapsed_seconds(events_->t0, events_->unit_start[slot]),
+                  elapsed_seconds(events_->t0, events_->unit_done[slot])};
+      span.standin_unit = unit;
+      span.standin_backward = backward;
+      t.spans.push_back(span);
     }
   }
   return t;

@@ -14,6 +14,7 @@
 // parameters: the job ends with no NaN in any weight.
 #pragma once
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "core/optimizer_config.hpp"
 #include "core/plan.hpp"
 #include "core/routing.hpp"
+#include "core/step_units.hpp"
 #include "kernels/comm_world.hpp"
 #include "kernels/executor_buffers.hpp"
 #include "kernels/executor_compute.hpp"
@@ -38,6 +40,15 @@ struct ExecutorOptions {
 };
 
 enum PhaseMask : unsigned { kForward = 1, kBackward = 2, kOptimizer = 4, kAllPhases = 7 };
+
+// The work a StepSchedule's compute items stand for (kernels/compute_standin.hpp): the Plan has
+// no forward/backward compute, so the caller supplies it.
+class UnitCompute {
+ public:
+  virtual ~UnitCompute() = default;
+  // Enqueues unit `unit`'s forward or backward compute on `stream`; throws dmuon::Error.
+  virtual void enqueue(int unit, Phase phase, cudaStream_t stream) = 0;
+};
 
 class RankExecutor {
  public:
@@ -57,12 +68,21 @@ class RankExecutor {
   // Runs this rank's ops of the phases in `phases` in list order and waits for them. AdamW uses
   // step number `adam_step`. With time_ops, every op gets a start and end event.
   RunTiming run(unsigned phases, long adam_step, bool time_ops = false);
+  // The whole step as one run: the forward and backward ops in `schedule`'s order
+  // (core/step_units.hpp: this rank's schedule for this Plan) with `compute`'s work for its
+  // compute items on the compute stream, then the optimizer ops in list order. Timed compute
+  // items appear in the spans with op -1 and their unit (OpSpan::standin_unit).
+  RunTiming run_step(const StepSchedule& schedule, UnitCompute& compute, long adam_step, bool time_ops = false);
 
   // Describes op `index` as errors do: "rank 1 op 17 (reduce 'layer 3', collective 12)".
   std::string describe(int index) const;
 
  private:
   struct Events;
+  struct Issued;
+  RunTiming run_issuing(unsigned phases, bool time_ops, const std::function<void(Issued&)>& issue);
+  void issue_in_order(unsigned phases, long adam_step, bool time_ops, Issued& issued);
+  void issue_schedule(const StepSchedule& schedule, UnitCompute& compute, long adam_step, bool time_ops, Issued& issued);
   void enqueue(int index, unsigned phases, long adam_step, bool time_ops, int& fused);
   void wait(unsigned phases);
   [[noreturn]] void fail(const std::string& cause, unsigned phases);
@@ -76,6 +96,7 @@ class RankExecutor {
   ExecutorOptions options_;
   const std::atomic<bool>* peer_failed_;
   std::vector<std::vector<int>> waits_;  // per op: ops on the other stream it must wait for
+  std::vector<char> issued_;             // per op: enqueued in the current run
   std::unique_ptr<DeviceBuffers> buffers_;
   cudaStream_t compute_ = nullptr, comm_ = nullptr;
   std::unique_ptr<Events> events_;
