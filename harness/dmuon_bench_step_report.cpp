@@ -211,11 +211,12 @@ void write_json(const StepReport& report, const std::string& path) {
 void write_markdown(const StepReport& report, const std::string& path) {
   std::ofstream f = open_out(path);
   f << std::fixed;
-  f << "# Optimizer step on " << report.machine << " (" << report.world << " x " << report.gpu << ")\n\n";
+  const bool standin = std::any_of(report.strategies.begin(), report.strategies.end(), [](const auto& s) { return s.standin.has_value(); });
+  f << (standin ? "# Training step (compute stand-in) on " : "# Optimizer step on ") << report.machine << " (" << report.world
+    << " x " << report.gpu << ")\n\n";
   f << "- command: `" << report.command << "`\n- date: " << report.date << "\n- scenario: `" << report.scenario << "`\n";
   f << "- launcher: " << report.launcher << "; " << report.warmup << " warm-up + " << report.iterations
     << " measured iterations; times from CUDA events, median over iterations of the slowest rank.\n";
-  const bool standin = std::any_of(report.strategies.begin(), report.strategies.end(), [](const auto& s) { return s.standin.has_value(); });
   if (standin) return write_standin_markdown(f, report.strategies);
   f << "- the forward/backward collectives run alone (no model compute), then a barrier, then the optimizer step.\n\n";
   f << "| strategy | optimizer step ms | fwd+bwd comm ms | comm inside step ms | comm per step ms | payload MB/step (max rank) | NS imbalance measured | predicted |\n";
