@@ -88,13 +88,15 @@ double sharded_ns_seconds(const CostModel& cost, const NsConfig& ns, std::int64_
          ring_all_reduce_seconds(8, k, link);
 }
 
-void refuse_sharded_ns(const Plan& plan, int rank, const std::string& executor) {
-  const auto& ops = plan.ranks.at(static_cast<std::size_t>(rank));
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    if (!is_sharded_ns(ops[i])) continue;
-    throw Error("rank " + std::to_string(rank) + " op " + std::to_string(i) + " (newton_schulz '" + ops[i].label +
-                "', collective " + std::to_string(ops[i].collective) + "): sharded Newton-Schulz is not supported by " +
-                executor + "; plan without it (scenario planner.sharded_ns: false)");
+void refuse_sharded_ns(const Plan& plan, const std::string& executor) {
+  for (std::size_t rank = 0; rank < plan.ranks.size(); ++rank) {
+    const auto& ops = plan.ranks[rank];
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (!is_sharded_ns(ops[i])) continue;
+      throw Error("rank " + std::to_string(rank) + " op " + std::to_string(i) + " (newton_schulz '" + ops[i].label +
+                  "', collective " + std::to_string(ops[i].collective) + "): sharded Newton-Schulz is not supported by " +
+                  executor + "; plan without it (scenario planner.sharded_ns: false)");
+    }
   }
 }
 

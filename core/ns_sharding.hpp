@@ -75,7 +75,9 @@ double sharded_ns_seconds(const CostModel& cost, const NsConfig& ns, std::int64_
                           const NodeLink& link);
 
 // For executors that do not run sharded calls yet (the NCCL executor): throws dmuon::Error
-// naming `rank`'s first sharded Newton-Schulz op and the planner key that turns sharding off.
-void refuse_sharded_ns(const Plan& plan, int rank, const std::string& executor);
+// naming the Plan's first sharded Newton-Schulz op (rank, op, collective) and the planner key
+// that turns sharding off. It scans every rank's list, so every process refuses the same Plan
+// at once instead of the ranks without a sharded call waiting for the others.
+void refuse_sharded_ns(const Plan& plan, const std::string& executor);
 
 }  // namespace dmuon

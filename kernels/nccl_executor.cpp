@@ -109,7 +109,7 @@ RankExecutor::RankExecutor(comm::RankComms& comms, const Plan& plan, const Model
   }
   if (!(options.timeout_seconds > 0)) throw Error("executor: timeout_seconds must be > 0");
   // Sharded Newton-Schulz (core/ns_sharding.hpp) has no NCCL implementation yet.
-  refuse_sharded_ns(plan, comms.rank(), "the NCCL executor");
+  refuse_sharded_ns(plan, "the NCCL executor");
   for (const auto& [key, policy] : {std::pair{"optimizer.nonfinite (Muon)", config.muon.nonfinite},
                                     std::pair{"optimizer.adamw.nonfinite", config.adamw.nonfinite}}) {
     if (policy != NonfinitePolicy::error) {
