@@ -41,15 +41,22 @@ int place_window(std::vector<double>& load, const Mesh& mesh, int k, double seco
   return best;
 }
 
-// One attempt with every k at most max_k.
+// Every matrix's k with k at most max_k.
+std::vector<int> shards_up_to(const std::vector<MuonMatrix>& matrices, const ShardedCost& sharded,
+                              const std::vector<double>& alone, int ranks, int max_k) {
+  const double fair = std::accumulate(alone.begin(), alone.end(), 0.0) / ranks;
+  std::vector<int> out(matrices.size(), 1);
+  for (std::size_t i = 0; i < matrices.size(); ++i) out[i] = choose_shards(matrices[i], sharded, alone[i], fair, max_k);
+  return out;
+}
+
+// Owners for given shard counts: sharded calls on node windows first, then the rest.
 ShardedAssignment attempt(const std::vector<MuonMatrix>& matrices, const BatchCost& cost, const ShardedCost& sharded,
-                          const AssignmentOptions& options, const Mesh& mesh, const std::vector<double>& alone, int max_k) {
-  const double fair = std::accumulate(alone.begin(), alone.end(), 0.0) / options.ranks;
+                          const AssignmentOptions& options, const Mesh& mesh, std::vector<int> shards) {
   ShardedAssignment out;
-  out.shards.assign(matrices.size(), 1);
+  out.shards = std::move(shards);
   std::vector<std::size_t> split;
   for (std::size_t i = 0; i < matrices.size(); ++i) {
-    out.shards[i] = choose_shards(matrices[i], sharded, alone[i], fair, max_k);
     if (out.shards[i] > 1) split.push_back(i);
   }
   std::stable_sort(split.begin(), split.end(), [&](std::size_t a, std::size_t b) {
@@ -98,11 +105,17 @@ ShardedAssignment assign_owners_sharded(const std::vector<MuonMatrix>& matrices,
   for (std::size_t i = 0; i < matrices.size(); ++i) alone[i] = cost(matrices[i].rows, matrices[i].cols, 1);
   // Sharding a matrix adds its m x m work to every member: with few GPUs per large matrix the
   // greedy rule can oversplit, so each cap on k is tried and the least makespan kept.
+  // A cap that changes no matrix's k gives the same assignment: only new shard counts are tried.
   std::optional<ShardedAssignment> best;
+  std::vector<int> previous;
   for (int max_k = 2; max_k <= mesh.shard; ++max_k) {
-    ShardedAssignment a = attempt(matrices, cost, sharded, options, mesh, alone, max_k);
+    std::vector<int> shards = shards_up_to(matrices, sharded, alone, options.ranks, max_k);
+    if (shards == previous) continue;
+    previous = shards;
+    ShardedAssignment a = attempt(matrices, cost, sharded, options, mesh, std::move(shards));
     if (!best || a.assignment.makespan_seconds < best->assignment.makespan_seconds) best = std::move(a);
   }
+  if (!best) best = attempt(matrices, cost, sharded, options, mesh, std::vector<int>(matrices.size(), 1));
   return std::move(*best);
 }
 
