@@ -19,6 +19,10 @@
 #include "sim/step_program.hpp"
 #include "sim/strategy_run.hpp"
 
+// One default-constructed RunOptions passed by reference: a `{}` temporary there makes GCC 12
+// warn of an uninitialized std::string inside it (-Wmaybe-uninitialized, a false positive).
+static const dmuon::sim::RunOptions kRunDefaults;
+
 using namespace dmuon;
 
 namespace {
@@ -203,9 +207,9 @@ TEST_CASE("run-ahead broadcasts start with the step on their own stream; one lau
       "  network: {nics_per_node: 4, nic_bw_Gbps: 400, latency_us: 14, efficiency: 0.96}\n"
       "training: {seq_len: 1024, micro_batch: 1, mfu: 0.4, peak_tflops: 989}\n",
       "striped.yaml");
-  const auto striped = sim::run_strategy(s, Strategy::owner_striped, sim::scenario_cost_model(s), {});
-  const auto dedicated = sim::run_strategy(s, Strategy::dedicated, sim::scenario_cost_model(s), {});
-  const auto adamw = sim::run_strategy(s, Strategy::adamw, sim::scenario_cost_model(s), {});
+  const auto striped = sim::run_strategy(s, Strategy::owner_striped, sim::scenario_cost_model(s), kRunDefaults);
+  const auto dedicated = sim::run_strategy(s, Strategy::dedicated, sim::scenario_cost_model(s), kRunDefaults);
+  const auto adamw = sim::run_strategy(s, Strategy::adamw, sim::scenario_cost_model(s), kRunDefaults);
   // Same NS work and bytes; striped crosses the network on 4 rails instead of one and its
   // broadcasts do not wait for the forward: it must end sooner.
   CHECK(striped.step_s < dedicated.step_s);
@@ -291,16 +295,16 @@ TEST_CASE("the planner turns run-ahead off when its replica does not fit, and sa
   const double with = gib(true), without = gib(false);
   REQUIRE(with > without);
   // Roomy: run-ahead stays, no note.
-  const auto a = sim::run_strategy(roomy, Strategy::owner_striped, cost, {});
+  const auto a = sim::run_strategy(roomy, Strategy::owner_striped, cost, kRunDefaults);
   CHECK(a.plan_note.empty());
   CHECK(a.memory.total_bytes() / double(1 << 30) == Approx(with));
   // Between the two: planned without run-ahead, simulated, and the note names the field.
   const Scenario tight = with_memory((with + without) / 2);
-  const auto b = sim::run_strategy(tight, Strategy::owner_striped, cost, {});
+  const auto b = sim::run_strategy(tight, Strategy::owner_striped, cost, kRunDefaults);
   CHECK(b.plan_note.find("run-ahead off") != std::string::npos);
   CHECK(b.plan_note.find("cluster.gpu_memory_GiB") != std::string::npos);
   CHECK(b.memory.total_bytes() / double(1 << 30) == Approx(without));
   // Below both: still refused with the usual message.
-  CHECK_THROWS_WITH(sim::run_strategy(with_memory(without / 2), Strategy::owner_striped, cost, {}),
+  CHECK_THROWS_WITH(sim::run_strategy(with_memory(without / 2), Strategy::owner_striped, cost, kRunDefaults),
                     Catch::Contains("cluster.gpu_memory_GiB"));
 }
