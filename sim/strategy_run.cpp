@@ -10,6 +10,7 @@
 #include "sim/isolated_run.hpp"
 #include "sim/measured_collectives.hpp"
 #include "sim/memory_estimate.hpp"
+#include "sim/topology.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -89,8 +90,11 @@ StrategyResult result_from(const json& j, Strategy strategy) {
   return r;
 }
 
-// The memory check up front (sim/memory_estimate.hpp): throws when the estimate exceeds the limit.
+// The checks up front: the cluster the simulator can hold (sim/topology.hpp: GPU count, links)
+// and the memory estimate (sim/memory_estimate.hpp), before planning, which at thousands of
+// GPUs alone takes minutes. Throws on either.
 double checked_host_estimate(const Scenario& scenario, Strategy strategy, const RunOptions& options) {
+  const Topology cluster(scenario.cluster);
   const SimMemoryEstimate e = estimate_sim_memory(scenario, strategy, route_parameters(scenario.model, scenario.routing));
   check_sim_memory(e, strategy, options.host_memory_limit_bytes, options.host_memory_limit_source);
   return e.bytes;

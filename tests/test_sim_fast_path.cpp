@@ -97,6 +97,15 @@ TEST_CASE("a simulation whose memory estimate exceeds the limit is refused up fr
   const auto outcomes = sim::run_strategies(s, {Strategy::adamw}, sim::scenario_cost_model(s), {o}, 1);
   REQUIRE(!outcomes.at(0).result);
   REQUIRE(outcomes.at(0).error.find("estimated") != std::string::npos);
+  // Past the simulator's 4,096 GPUs the cluster is refused before planning too, whatever the limit.
+  sim::RunOptions unlimited;
+  const Scenario huge = flagship(1024);
+  try {
+    sim::run_strategy(huge, Strategy::adamw, sim::scenario_cost_model(huge), unlimited);
+    FAIL("no error");
+  } catch (const Error& err) {
+    REQUIRE(std::string(err.what()).find("8192 GPUs") != std::string::npos);
+  }
   // Under the limit nothing is refused.
   REQUIRE_NOTHROW(sim::check_sim_memory(e, Strategy::adamw, e.bytes * 1.01, "test limit"));
   REQUIRE_THROWS_AS(sim::check_sim_memory(e, Strategy::adamw, e.bytes * 0.99, "test limit"), Error);
