@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <limits>
 #include <set>
+#include <sstream>
 
 #include "core/device_profile.hpp"
 #include "core/error.hpp"
@@ -90,19 +91,43 @@ NcclSpec parse_nccl(const YamlValue& value) {
   return n;
 }
 
-// What `channels: auto` derives the channel counts from: the GPU's architecture and PCIe link
-// (built-in GPUs only), its NVLink, and the node's NICs.
-NcclNodeLinks channel_inputs(const ClusterSpec& c, const YamlValue& channels) {
+// What the channel counts are derived from: the GPU's architecture and PCIe link (built-in
+// GPUs only), its NVLink, and the node's NICs. Sets `why` and returns nullopt when they are not
+// all known.
+std::optional<NcclNodeLinks> channel_inputs(const ClusterSpec& c, std::string& why) {
   auto links = nccl_gpu_links(c.gpu);
-  if (!links) channels.fail("auto needs a built-in gpu (a800-sxm4-80gb, h100-sxm, h200), got '" + c.gpu + "': give a number");
-  if (c.gpus_per_node > 1 && !c.nvlink) channels.fail("auto needs cluster.nvlink when gpus_per_node > 1");
-  if (c.nodes > 1 && !c.network) channels.fail("auto needs cluster.network when nodes > 1");
+  if (!links) why = "needs a built-in gpu (a800-sxm4-80gb, h100-sxm, h200), got '" + c.gpu + "'";
+  else if (c.gpus_per_node > 1 && !c.nvlink) why = "needs cluster.nvlink when gpus_per_node > 1";
+  else if (c.nodes > 1 && !c.network) why = "needs cluster.network when nodes > 1";
+  if (!why.empty()) return std::nullopt;
   if (c.nvlink) links->nvlink_GBps = c.nvlink->bw_GBps;
   if (c.network) {
     links->nic_GBps = c.network->nic_bw_Gbps / 8.0;
     links->nics_per_node = static_cast<int>(c.network->nics_per_node);
   }
-  return *links;
+  return links;
+}
+
+// Channels as the scenario asks: a number as given; `auto` derived (an error when it cannot
+// be); absent derived where it can be, else NCCL's assumed 8, said in channels_source.
+void resolve_channels(ClusterSpec& c, const std::optional<YamlValue>& nccl) {
+  std::optional<YamlValue> key;
+  if (nccl) key = YamlMap(*nccl).find("channels");
+  if (key && c.nccl.channels > 0) {
+    c.nccl.channels_source = "set by the scenario";
+    return;
+  }
+  std::string why;
+  c.nccl.links = channel_inputs(c, why);
+  if (c.nccl.links) {
+    c.nccl.channels = 0;
+    c.nccl.channels_source = "derived from the links (core/nccl_channels)";
+  } else if (key) {
+    key->fail("auto " + why + ": give a number");
+  } else {
+    c.nccl.channels = 8;
+    c.nccl.channels_source = "assumed 8: cannot be derived (" + why + "); set cluster.nccl.channels";
+  }
 }
 
 // A calibration file named relative to the scenario file; it must exist.
@@ -129,10 +154,9 @@ ClusterSpec parse_cluster(const YamlValue& value) {
               std::to_string(c.gpus_per_node) + ")");
     }
   }
-  if (auto v = m.find("nccl")) {
-    c.nccl = parse_nccl(*v);
-    if (c.nccl.channels == 0) c.nccl.links = channel_inputs(c, YamlMap(*v).get("channels"));
-  }
+  const auto nccl = m.find("nccl");
+  if (nccl) c.nccl = parse_nccl(*nccl);
+  resolve_channels(c, nccl);
   if (auto v = m.find("calibration")) c.calibration_file = calibration_path(*v);
   m.finish();
   return c;
@@ -266,6 +290,27 @@ void set_path(YAML::Node node, const std::string& key, const std::string& value,
 }
 
 }  // namespace
+
+std::string nccl_channels_summary(const ClusterSpec& c) {
+  const NcclSpec& n = c.nccl;
+  std::ostringstream out;
+  out << "NCCL channels " << n.channels_source << ": ";
+  const int g = static_cast<int>(c.gpus_per_node);
+  auto count = [&](int per_node, int nodes) {
+    if (per_node == 1 && nodes > 1 && n.channels_one_gpu_per_node > 0) return static_cast<int>(n.channels_one_gpu_per_node);
+    if (n.channels > 0) return static_cast<int>(n.channels);
+    return nccl_ring_channels(*n.links, per_node, nodes).channels;
+  };
+  std::vector<std::string> parts;
+  if (g > 1) parts.push_back(std::to_string(count(g, 1)) + " in a node");
+  if (c.nodes > 1) {
+    parts.push_back(std::to_string(count(g, 2)) + " across nodes");
+    if (g > 1) parts.push_back(std::to_string(count(1, 2)) + " with one GPU a node");
+  }
+  if (parts.empty()) return out.str() + "none needed (one GPU)";
+  for (std::size_t i = 0; i < parts.size(); ++i) out << (i ? ", " : "") << parts[i];
+  return out.str();
+}
 
 std::string_view to_string(AllReduceAlgorithm a) {
   switch (a) {

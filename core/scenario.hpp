@@ -12,7 +12,7 @@
 //     nvlink:  {bw_GBps: 200, latency_us: 3.4, efficiency: 0.8}           # per GPU, per direction
 //     network: {nics_per_node: 8, nic_bw_Gbps: 200, latency_us: 14, efficiency: 0.96,
 //               spine_latency_us: 1, spine_oversubscription: 1}            # rail-optimised fat-tree
-//     nccl:    {base_latency_us: 8.4, channels: 8 | auto, chunk_bytes: 524288, all_reduce: auto}
+//     nccl:    {base_latency_us: 8.4, channels: auto, chunk_bytes: 524288, all_reduce: auto}  # channels: derived unless a number
 //     calibration: calibration/h200.yaml   # measured on this machine (core/calibration.hpp),
 //                                          # relative to this file; --calibration overrides it
 //   training:  {seq_len: 4096, micro_batch: 1, mfu: 0.4, peak_tflops: 312, ...}
@@ -53,10 +53,13 @@ enum class AllReduceAlgorithm { ring, tree, automatic };
 
 struct NcclSpec {
   double base_latency_us = 8.4;        // per collective launch (NCCL tuning.cc, Ring/Simple)
-  // Rings/chains the data is split over. `channels: auto` (0 here) derives each communicator's
-  // count from the node's links as NCCL does (core/nccl_channels.hpp), from `links`.
+  // Rings/chains the data is split over. 0: each communicator's count derived from the node's
+  // links as NCCL does (core/nccl_channels.hpp), from `links`. The scenario reader derives it
+  // unless `channels` gives a number (`channels: auto` insists on deriving); where it cannot
+  // (a GPU without built-in links) it keeps 8 and says so in `channels_source`.
   std::int64_t channels = 8;
-  std::optional<NcclNodeLinks> links;  // set by the scenario reader when channels is auto
+  std::optional<NcclNodeLinks> links;  // set by the scenario reader when channels is 0
+  std::string channels_source = "default";  // how `channels` was decided, for the reports
   // Channels of a communicator with one GPU on each of several nodes (an HSDP replicate group):
   // all its channels leave through that GPU's one NIC. 0 = `channels`. NCCL searches one
   // channel at the NIC's speed there and only doubles it (src/graph/search.cc, connect.cc).
@@ -126,6 +129,10 @@ struct Scenario {
   // `calibration:` (not both); empty = none.
   std::string calibration_file;
 };
+
+// "derived from the links (core/nccl_channels): 16 inside a node, 16 across nodes, 2 with one
+// GPU per node" or how the scenario set or assumed them: the line the simulator's reports print.
+std::string nccl_channels_summary(const ClusterSpec& cluster);
 
 std::string_view to_string(AllReduceAlgorithm a);
 std::string_view to_string(SimMode m);

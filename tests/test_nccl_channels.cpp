@@ -70,7 +70,7 @@ TEST_CASE("nccl channels: missing links are errors, never a guess", "[nccl]") {
   CHECK_THROWS_AS(nccl_ring_channels(node("h100-sxm", 450), 8, 2), dmuon::Error);  // no network
 }
 
-TEST_CASE("scenario: channels auto reads the links; a GPU without built-in links is refused with the key", "[nccl]") {
+TEST_CASE("scenario: channels are derived unless given; auto without built-in links is refused with the key", "[nccl]") {
   const std::string head =
       "name: t\nmodel: {name: m, transformer: {hidden: 64, layers: 2, heads: 4, ffn: 128, vocab: 1000}}\n";
   const auto load = [&](const std::string& cluster) { return dmuon::parse_scenario(head + cluster, "s.yaml"); };
@@ -80,6 +80,21 @@ TEST_CASE("scenario: channels auto reads the links; a GPU without built-in links
   CHECK(s.cluster.nccl.channels == 0);
   CHECK(s.cluster.nccl.links->nic_GBps == 50);
   CHECK(s.cluster.nccl.links->compute_capability == 90);
+  // Absent: derived where the links are known, NCCL's 8 assumed (and said) where they are not;
+  // a number is kept as given.
+  const auto absent = load("cluster: {nodes: 1, gpus_per_node: 8, gpu: a800-sxm4-80gb, nvlink: {bw_GBps: 200}}\n");
+  CHECK(absent.cluster.nccl.channels == 0);
+  CHECK(dmuon::nccl_channels_summary(absent.cluster).find("derived") != std::string::npos);
+  CHECK(dmuon::nccl_channels_summary(absent.cluster).find("16 in a node") != std::string::npos);
+  const auto custom = load("cluster: {nodes: 1, gpus_per_node: 8, gpu: b200, nvlink: {bw_GBps: 900}}\n");
+  CHECK(custom.cluster.nccl.channels == 8);
+  CHECK(custom.cluster.nccl.channels_source.find("assumed 8") != std::string::npos);
+  const auto given = load("cluster: {nodes: 2, gpus_per_node: 8, gpu: h100-sxm, nvlink: {bw_GBps: 450},\n"
+                          "          network: {nics_per_node: 8, nic_bw_Gbps: 400}, nccl: {channels: 4}}\n");
+  CHECK(given.cluster.nccl.channels == 4);
+  CHECK_FALSE(given.cluster.nccl.links.has_value());
+  CHECK(dmuon::nccl_channels_summary(given.cluster).find("set by the scenario: 4 in a node, 4 across nodes") !=
+        std::string::npos);
   try {
     load("cluster: {nodes: 1, gpus_per_node: 8, gpu: b200, nvlink: {bw_GBps: 900}, nccl: {channels: auto}}\n");
     FAIL("expected an error");

@@ -75,6 +75,7 @@ void print_table(std::ostream& out, const ScenarioRun& run) {
   out << "dmuon-sim: " << run.scenario.name << (run.label.empty() ? "" : " [" + run.label + "]") << ": " << c.nodes
       << " node(s) x " << c.gpus_per_node << " " << c.gpu << ", mesh " << mesh.to_string() << ", mode "
       << to_string(run.scenario.sim_mode) << "\n";
+  out << "  " << nccl_channels_summary(c) << "\n";
   for (const auto& row : run.rows) {
     if (!row.result) continue;
     out << "  forward/backward: " << row.result->compute_source << "; optimizer compute: " << row.result->optimizer_source
@@ -141,7 +142,8 @@ void write_json(const std::string& file, const std::vector<ScenarioRun>& runs, c
     const auto& c = run.scenario.cluster;
     nlohmann::json r = {{"scenario", run.scenario.name}, {"file", run.scenario.file}, {"sweep_value", run.label},
                         {"mode", to_string(run.scenario.sim_mode)}, {"nodes", c.nodes}, {"gpus_per_node", c.gpus_per_node},
-                        {"gpu", c.gpu}, {"gpu_memory_GiB", c.gpu_memory_GiB}, {"mesh", mesh_for_cluster(c).to_string()}};
+                        {"gpu", c.gpu}, {"gpu_memory_GiB", c.gpu_memory_GiB}, {"mesh", mesh_for_cluster(c).to_string()},
+                        {"nccl_channels", nccl_channels_summary(c)}};
     const auto* adamw = find(run, Strategy::adamw);
     r["strategies"] = nlohmann::json::array();
     for (const auto& row : run.rows) {
