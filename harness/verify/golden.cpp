@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <initializer_list>
 #include <memory>
 
 #include "core/dtype.hpp"
@@ -118,62 +119,73 @@ VerifyCase ns_case(const std::string& name, const CaseReader& c) {
           }};
 }
 
-template <typename State, typename Step>
-std::vector<CaseResult> run_steps(const std::string& name, Eigen::MatrixXd w,
-                                  const std::vector<Eigen::MatrixXd>& grads,
-                                  const std::vector<Eigen::MatrixXd>& expected, double rel, State& state,
-                                  Step step) {
+// What every optimizer-step case holds: the optimizer, W0, the gradients, the expected weights
+// after each step, and the expected optimizer-state tensors named by `state_keys` (in order).
+struct StepCase {
+  OptimizerConfig opt;
+  Eigen::MatrixXd w0;
+  std::vector<Eigen::MatrixXd> grads, weights, state;
+  std::vector<std::string> state_names;
+  Tolerance tol;
+};
+
+StepCase read_step_case(const CaseReader& c, std::initializer_list<const char*> state_keys) {
+  StepCase s;
+  s.opt = parse_optimizer(c.map().get("optimizer"));
+  YamlMap inputs(c.map().get("inputs")), expected(c.map().get("expected"));
+  s.w0 = c.tensor(inputs.get("W0"));
+  s.grads = c.tensors(inputs.get("grads"));
+  s.weights = c.tensors(expected.get("weights"));
+  check_same_count(expected.get("weights"), s.weights.size(), s.grads.size());
+  for (const char* key : state_keys) {
+    s.state.push_back(c.tensor(expected.get(key)));
+    s.state_names.emplace_back(key);
+  }
+  inputs.finish();
+  expected.finish();
+  s.tol = c.tolerance();
+  return s;
+}
+
+// Runs the case's steps from W0, comparing the weights after each, then the state tensors
+// `state_of(state)` returns (in state_names order) against the expected ones.
+template <typename State, typename Step, typename StateOf>
+std::vector<CaseResult> run_steps(const std::string& name, const StepCase& s, Step step, StateOf state_of) {
+  State state;
+  Eigen::MatrixXd w = s.w0;
   std::vector<CaseResult> out;
-  for (std::size_t k = 0; k < grads.size(); ++k) {
-    step(w, grads[k], state);
-    out.push_back(compare_rel(name + "/W" + std::to_string(k + 1), w, expected[k], rel));
+  for (std::size_t k = 0; k < s.grads.size(); ++k) {
+    step(w, s.grads[k], state);
+    out.push_back(compare_rel(name + "/W" + std::to_string(k + 1), w, s.weights[k], s.tol.rel));
+  }
+  const std::vector<Eigen::MatrixXd> got = state_of(state);
+  for (std::size_t i = 0; i < s.state.size(); ++i) {
+    out.push_back(compare_rel(name + "/" + s.state_names[i], got[i], s.state[i], s.tol.state_rel));
   }
   return out;
 }
 
 VerifyCase muon_case(const std::string& name, const CaseReader& c) {
-  const OptimizerConfig opt = parse_optimizer(c.map().get("optimizer"));
-  YamlMap inputs(c.map().get("inputs")), expected(c.map().get("expected"));
-  const auto w0 = c.tensor(inputs.get("W0"));
-  const auto grads = c.tensors(inputs.get("grads"));
-  const auto weights = c.tensors(expected.get("weights"));
-  check_same_count(expected.get("weights"), weights.size(), grads.size());
-  const auto momentum = c.tensor(expected.get("momentum"));
-  inputs.finish();
-  expected.finish();
-  const auto tol = c.tolerance();
+  const StepCase s = read_step_case(c, {"momentum"});
   return {name, [=] {
-            ref::MuonState state;
-            auto out = run_steps(name, w0, grads, weights, tol.rel, state,
-                                 [&](Eigen::MatrixXd& w, const Eigen::MatrixXd& g, ref::MuonState& s) {
-                                   ref::muon_step(w, g, s, opt.muon, Rounding::emulate, name);
-                                 });
-            out.push_back(compare_rel(name + "/momentum", state.momentum, momentum, tol.state_rel));
-            return out;
+            return run_steps<ref::MuonState>(
+                name, s,
+                [&](Eigen::MatrixXd& w, const Eigen::MatrixXd& g, ref::MuonState& st) {
+                  ref::muon_step(w, g, st, s.opt.muon, Rounding::emulate, name);
+                },
+                [](const ref::MuonState& st) { return std::vector<Eigen::MatrixXd>{st.momentum}; });
           }};
 }
 
 VerifyCase adamw_case(const std::string& name, const CaseReader& c) {
-  const OptimizerConfig opt = parse_optimizer(c.map().get("optimizer"));
-  YamlMap inputs(c.map().get("inputs")), expected(c.map().get("expected"));
-  const auto w0 = c.tensor(inputs.get("W0"));
-  const auto grads = c.tensors(inputs.get("grads"));
-  const auto weights = c.tensors(expected.get("weights"));
-  check_same_count(expected.get("weights"), weights.size(), grads.size());
-  const auto exp_avg = c.tensor(expected.get("exp_avg"));
-  const auto exp_avg_sq = c.tensor(expected.get("exp_avg_sq"));
-  inputs.finish();
-  expected.finish();
-  const auto tol = c.tolerance();
+  const StepCase s = read_step_case(c, {"exp_avg", "exp_avg_sq"});
   return {name, [=] {
-            ref::AdamWState state;
-            auto out = run_steps(name, w0, grads, weights, tol.rel, state,
-                                 [&](Eigen::MatrixXd& w, const Eigen::MatrixXd& g, ref::AdamWState& s) {
-                                   ref::adamw_step(w, g, s, opt.adamw, Rounding::emulate, name);
-                                 });
-            out.push_back(compare_rel(name + "/exp_avg", state.exp_avg, exp_avg, tol.state_rel));
-            out.push_back(compare_rel(name + "/exp_avg_sq", state.exp_avg_sq, exp_avg_sq, tol.state_rel));
-            return out;
+            return run_steps<ref::AdamWState>(
+                name, s,
+                [&](Eigen::MatrixXd& w, const Eigen::MatrixXd& g, ref::AdamWState& st) {
+                  ref::adamw_step(w, g, st, s.opt.adamw, Rounding::emulate, name);
+                },
+                [](const ref::AdamWState& st) { return std::vector<Eigen::MatrixXd>{st.exp_avg, st.exp_avg_sq}; });
           }};
 }
 
