@@ -157,31 +157,28 @@ void PlanWriter::collective(int group, Op op) {
   }
 }
 
-void PlanWriter::fsdp_all_gather(std::size_t param) {
+// One collective in every shard group over the group's parts of `param` (member s: shard s).
+void PlanWriter::on_shard_groups(std::size_t param, OpKind kind, Phase phase, BufferKind buffer, ReduceOp reduce_op) {
   const Mesh& m = plan_.mesh;
   for (int rep = 0; rep < m.replicate; ++rep) {
     Op op;
-    op.kind = OpKind::all_gather;
-    op.phase = Phase::forward;
-    op.buffer = BufferKind::param;
+    op.kind = kind;
+    op.phase = phase;
+    op.buffer = buffer;
+    op.reduce_op = reduce_op;
     op.label = model_.params[param].name;
     for (int s = 0; s < m.shard; ++s) op.parts.push_back(shard_region(model_, param, m.shard, s));
     collective(shard_group(rep), op);
   }
 }
 
+void PlanWriter::fsdp_all_gather(std::size_t param) {
+  on_shard_groups(param, OpKind::all_gather, Phase::forward, BufferKind::param, ReduceOp::sum);
+}
+
 void PlanWriter::fsdp_reduce_gradient(std::size_t param) {
+  on_shard_groups(param, OpKind::reduce_scatter, Phase::backward, BufferKind::grad, ReduceOp::avg);
   const Mesh& m = plan_.mesh;
-  for (int rep = 0; rep < m.replicate; ++rep) {
-    Op op;
-    op.kind = OpKind::reduce_scatter;
-    op.phase = Phase::backward;
-    op.buffer = BufferKind::grad;
-    op.reduce_op = ReduceOp::avg;
-    op.label = model_.params[param].name;
-    for (int s = 0; s < m.shard; ++s) op.parts.push_back(shard_region(model_, param, m.shard, s));
-    collective(shard_group(rep), op);
-  }
   if (m.replicate == 1) return;
   for (int s = 0; s < m.shard; ++s) {
     Op op;

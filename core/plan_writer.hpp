@@ -38,6 +38,7 @@ class PlanWriter {
   // each shard across replicas (backward).
   void fsdp_all_gather(std::size_t param);
   void fsdp_reduce_gradient(std::size_t param);
+  void on_shard_groups(std::size_t param, OpKind kind, Phase phase, BufferKind buffer, ReduceOp reduce_op);
   // Elementwise optimizer op over each rank's own shard of `param`.
   void on_own_shards(OpKind kind, std::size_t param, const std::string& label);
 

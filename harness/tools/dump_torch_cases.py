@@ -198,6 +198,16 @@ def check_ema_momentum(name, grads, buf, mu):
     fail(f"{name}: torch's momentum buffer follows {form}, not lerp (ema); the 'torch' preset no longer matches")
 
 
+def run_steps(opt, p, grads, device):
+    """One optimizer step per gradient; the weights after each, on the CPU."""
+    weights = []
+    for g in grads:
+        p.grad = g.to(device).clone()
+        opt.step()
+        weights.append(p.detach().to("cpu").clone())
+    return weights
+
+
 def muon_case(w, gen, device, flags, muon_args, ns_form, name, rows, cols, *, lr=0.02, weight_decay=0.1,
               momentum=0.95, nesterov=True, adjust_lr="original"):
     w0 = randn(gen, rows, cols)
@@ -209,11 +219,7 @@ def muon_case(w, gen, device, flags, muon_args, ns_form, name, rows, cols, *, lr
     if "use_addmm" in muon_args:
         kwargs["use_addmm"] = False
     opt = torch.optim.Muon([p], **kwargs)
-    weights = []
-    for g in grads:
-        p.grad = g.to(device).clone()
-        opt.step()
-        weights.append(p.detach().to("cpu").clone())
+    weights = run_steps(opt, p, grads, device)
     state = opt.state[p]
     if "momentum_buffer" not in state:
         fail(f"{name}: torch.optim.Muon state has no 'momentum_buffer' (keys {sorted(state)})")
@@ -258,11 +264,7 @@ def adamw_case(w, gen, device, flags, adamw_args, name, shape, *, lr, betas, eps
         if key in adamw_args:
             kwargs[key] = False
     opt = torch.optim.AdamW([p], **kwargs)
-    weights = []
-    for g in grads:
-        p.grad = g.to(device).clone()
-        opt.step()
-        weights.append(p.detach().to("cpu").clone())
+    weights = run_steps(opt, p, grads, device)
     state = opt.state[p]
     for key in ("exp_avg", "exp_avg_sq"):
         if key not in state:
