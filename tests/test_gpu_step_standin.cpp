@@ -8,6 +8,7 @@
 
 #include "catch_compat.hpp"
 #include "core/forward_backward_cost.hpp"
+#include "core/optimizer_config.hpp"
 #include "core/plan_builders.hpp"
 #include "core/step_units.hpp"
 #include "gpu_skip.hpp"
@@ -74,7 +75,7 @@ TEST_CASE("the compute stand-in keeps the compute stream busy and the optimizer'
   training.seq_len = 256;
   training.micro_batch = 2;
   const ForwardBackwardCost cost = forward_backward_cost(model, training, 989);
-  const OptimizerConfig config;
+  const OptimizerConfig config = optimizer_preset("torch");  // a default OptimizerConfig has no NS schedule
   for (Strategy s : {Strategy::dedicated, Strategy::adamw, Strategy::ddp_redundant}) {
     const Plan plan = build_plan(s, model, routing, Mesh{1, 1}, std::vector<int>(routing.muon_matrices.size(), 0));
     Outcome plain, with;
