@@ -28,7 +28,7 @@ NsTime compute_op_time(const Op& op, const Routing& routing, const OptimizerConf
 
 // Whether the NCCL executor runs `next`, enqueued right after `previous`, inside previous's
 // launch: consecutive AdamW ops on one stream and in one phase are one multi-tensor launch
-// (kernels/nccl_executor.cpp enqueue, ExecutorOptions::fuse_adamw, on by default).
+// (kernels/exec/nccl_executor.cpp enqueue, ExecutorOptions::fuse_adamw, on by default).
 bool fused_launch(const Op& previous, const Op& next);
 
 // Every compute op of one rank's list priced as the NCCL executor launches them: a run of ops

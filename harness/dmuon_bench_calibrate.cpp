@@ -18,12 +18,12 @@
 #include "core/step_planner.hpp"
 #include "harness/bench/calibrate_ns.hpp"
 #include "harness/bench/layers_json.hpp"
-#include "kernels/ceilings.hpp"
-#include "kernels/comm_sweep.hpp"
-#include "kernels/device_query.hpp"
-#include "kernels/elementwise_timing.hpp"
-#include "kernels/executor_bench.hpp"
-#include "kernels/executor_launch.hpp"
+#include "kernels/cuda/ceilings.hpp"
+#include "kernels/exec/collective_sweep.hpp"
+#include "kernels/cuda/device_query.hpp"
+#include "kernels/cuda/elementwise_timing.hpp"
+#include "kernels/exec/bench.hpp"
+#include "kernels/exec/launch.hpp"
 
 namespace po = boost::program_options;
 

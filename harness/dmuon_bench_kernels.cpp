@@ -10,8 +10,8 @@
 #include "core/error.hpp"
 #include "core/provenance.hpp"
 #include "harness/bench/kernel_report.hpp"
-#include "kernels/ceilings.hpp"
-#include "kernels/device_query.hpp"
+#include "kernels/cuda/ceilings.hpp"
+#include "kernels/cuda/device_query.hpp"
 
 namespace po = boost::program_options;
 

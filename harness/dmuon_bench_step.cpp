@@ -16,9 +16,9 @@
 #include "core/step_planner.hpp"
 #include "core/step_units.hpp"
 #include "harness/dmuon_bench_step_report.hpp"
-#include "kernels/device_query.hpp"
-#include "kernels/executor_bench.hpp"
-#include "kernels/executor_launch.hpp"
+#include "kernels/cuda/device_query.hpp"
+#include "kernels/exec/bench.hpp"
+#include "kernels/exec/launch.hpp"
 
 namespace po = boost::program_options;
 

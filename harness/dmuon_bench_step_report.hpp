@@ -7,7 +7,7 @@
 
 #include "core/plan.hpp"
 #include "harness/dmuon_bench_step_standin.hpp"
-#include "kernels/executor_bench.hpp"
+#include "kernels/exec/bench.hpp"
 
 namespace dmuon::bench {
 

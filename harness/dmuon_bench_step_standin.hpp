@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/plan.hpp"
-#include "kernels/executor_bench.hpp"
+#include "kernels/exec/bench.hpp"
 
 namespace dmuon::bench {
 

@@ -12,7 +12,7 @@
 
 #include "core/error.hpp"
 #include "harness/bench/kernel_shapes.hpp"
-#include "kernels/sym_gemm_timing.hpp"
+#include "kernels/cuda/sym_gemm_timing.hpp"
 
 namespace dmuon::bench {
 namespace {

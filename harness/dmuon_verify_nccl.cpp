@@ -11,9 +11,9 @@
 #include "core/model_yaml.hpp"
 #include "core/step_planner.hpp"
 #include "harness/verify/distributed_checks.hpp"
-#include "kernels/device_query.hpp"
-#include "kernels/executor_session.hpp"
-#include "kernels/ns_engine.hpp"
+#include "kernels/cuda/device_query.hpp"
+#include "kernels/exec/session.hpp"
+#include "kernels/cuda/ns_engine.hpp"
 #include "reference/model_step.hpp"
 
 namespace dmuon::verify {

@@ -7,7 +7,7 @@
 #include <iostream>
 #include <string>
 
-#include "kernels/device_query.hpp"
+#include "kernels/cuda/device_query.hpp"
 
 namespace dmuon::test {
 

@@ -2,7 +2,7 @@
 // tests print when they skip) and the test is reported as skipped; with one it lists real devices.
 #include "catch_compat.hpp"
 #include "gpu_skip.hpp"
-#include "kernels/device_query.hpp"
+#include "kernels/cuda/device_query.hpp"
 
 TEST_CASE("device query reports GPUs or why there are none", "[gpu]") {
   const std::string reason = dmuon::cuda::no_device_reason();

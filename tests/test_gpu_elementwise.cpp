@@ -8,9 +8,9 @@
 #include "gpu_skip.hpp"
 #include "harness/verify/gpu_ns.hpp"
 #include "harness/verify/test_matrices.hpp"
-#include "kernels/device_buffer.hpp"
-#include "kernels/device_query.hpp"
-#include "kernels/elementwise.hpp"
+#include "kernels/cuda/device_buffer.hpp"
+#include "kernels/cuda/device_query.hpp"
+#include "kernels/cuda/elementwise.hpp"
 #include "reference/elementwise_steps.hpp"
 
 using namespace dmuon;

@@ -13,8 +13,8 @@
 #include "harness/verify/gpu_ns.hpp"
 #include "harness/verify/ns_checks.hpp"
 #include "harness/verify/test_matrices.hpp"
-#include "kernels/device_buffer.hpp"
-#include "kernels/device_query.hpp"
+#include "kernels/cuda/device_buffer.hpp"
+#include "kernels/cuda/device_query.hpp"
 #include "reference/newton_schulz.hpp"
 #include "test_temp_dir.hpp"
 

@@ -13,11 +13,11 @@
 #include "core/step_units.hpp"
 #include "gpu_skip.hpp"
 #include "harness/verify/distributed_checks.hpp"
-#include "kernels/compute_standin.hpp"
-#include "kernels/cuda_check.hpp"
-#include "kernels/executor_fill.hpp"
-#include "kernels/executor_launch.hpp"
-#include "kernels/nccl_executor.hpp"
+#include "kernels/exec/compute_standin.hpp"
+#include "kernels/cuda/cuda_check.hpp"
+#include "kernels/exec/fill.hpp"
+#include "kernels/exec/launch.hpp"
+#include "kernels/exec/nccl_executor.hpp"
 
 using namespace dmuon;
 

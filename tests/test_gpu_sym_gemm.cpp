@@ -10,8 +10,8 @@
 
 #include "catch_compat.hpp"
 #include "gpu_skip.hpp"
-#include "kernels/device_buffer.hpp"
-#include "kernels/sym_gemm_sm90.hpp"
+#include "kernels/cuda/device_buffer.hpp"
+#include "kernels/cuda/sym_gemm_sm90.hpp"
 
 using namespace dmuon;
 

@@ -5,7 +5,7 @@
 #include "core/error.hpp"
 #include "gpu_skip.hpp"
 #include "harness/dmuon_verify_nccl.hpp"
-#include "kernels/device_query.hpp"
+#include "kernels/cuda/device_query.hpp"
 
 TEST_CASE("every strategy on 2 GPUs matches the reference; dedicated matches 1 GPU bitwise", "[gpu][nccl]") {
   const auto devices = dmuon::cuda::visible_devices();

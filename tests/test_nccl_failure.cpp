@@ -19,7 +19,7 @@
 
 #include "catch_compat.hpp"
 #include "gpu_skip.hpp"
-#include "kernels/device_query.hpp"
+#include "kernels/cuda/device_query.hpp"
 #include "run_command.hpp"
 #include "test_temp_dir.hpp"
 

@@ -8,8 +8,8 @@
 #include "core/model_yaml.hpp"
 #include "core/step_planner.hpp"
 #include "core/yaml_reader.hpp"
-#include "kernels/executor_buffers.hpp"
-#include "kernels/executor_deps.hpp"
+#include "kernels/exec/buffers.hpp"
+#include "kernels/exec/deps.hpp"
 
 using namespace dmuon;
 

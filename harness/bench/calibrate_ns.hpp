@@ -7,7 +7,7 @@
 
 #include "core/calibration.hpp"
 #include "core/scenario.hpp"
-#include "kernels/ns_engine.hpp"
+#include "kernels/cuda/ns_engine.hpp"
 
 namespace dmuon::bench {
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "core/ns_flops.hpp"
-#include "kernels/device_buffer.hpp"
-#include "kernels/elementwise.hpp"
+#include "kernels/cuda/device_buffer.hpp"
+#include "kernels/cuda/elementwise.hpp"
 
 namespace dmuon::bench {
 namespace {

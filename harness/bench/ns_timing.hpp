@@ -8,7 +8,7 @@
 #include "core/calibration.hpp"
 #include "core/optimizer_config.hpp"
 #include "harness/bench/kernel_shapes.hpp"
-#include "kernels/ns_engine.hpp"
+#include "kernels/cuda/ns_engine.hpp"
 
 namespace dmuon::bench {
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes kernels/sym_gemm_wgmma.cuh: the wgmma.mma_async wrappers of the sm_90a symmetric-product
+"""Writes kernels/cuda/sym_gemm_wgmma.cuh: the wgmma.mma_async wrappers of the sm_90a symmetric-product
 kernel (m64 x {128, 256} x k16, bf16 and fp16). An N-column instruction names N/2 accumulator
 registers, one asm operand each, too many to write by hand. Run from the repository root."""
 
@@ -42,7 +42,7 @@ def main():
         out.append("DMUON_WGMMA_M64N%dK16(wgmma_m64n%dk16_bf16, \"bf16\")" % (n, n))
         out.append("DMUON_WGMMA_M64N%dK16(wgmma_m64n%dk16_f16, \"f16\")" % (n, n))
     out.append("\n#undef DMUON_WGMMA_M64N256K16\n#undef DMUON_WGMMA_M64N128K16\n\n}  // namespace dmuon::cuda::sym")
-    with open("kernels/sym_gemm_wgmma.cuh", "w") as f:
+    with open("kernels/cuda/sym_gemm_wgmma.cuh", "w") as f:
         f.write("\n".join(out) + "\n")
 
 

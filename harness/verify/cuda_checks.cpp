@@ -16,7 +16,7 @@
 #include "harness/verify/gpu_ns.hpp"
 #include "harness/verify/ns_checks.hpp"
 #include "harness/verify/test_matrices.hpp"
-#include "kernels/device_query.hpp"
+#include "kernels/cuda/device_query.hpp"
 #include "reference/newton_schulz.hpp"
 
 namespace dmuon::verify {

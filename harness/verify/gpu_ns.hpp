@@ -7,8 +7,8 @@
 #include <Eigen/Dense>
 
 #include "core/dtype.hpp"
-#include "kernels/device_buffer.hpp"
-#include "kernels/ns_engine.hpp"
+#include "kernels/cuda/device_buffer.hpp"
+#include "kernels/cuda/ns_engine.hpp"
 
 namespace dmuon::verify {
 

@@ -1,0 +1,54 @@
+// The GEMM/kernel sequence of one Newton-Schulz call, enqueued on a stream (no allocation, no
+// synchronisation: capturable into a CUDA graph). Buffers are provided by the engine.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include "core/optimizer_config.hpp"
+#include "kernels/cuda/lt_gemm.hpp"
+#include "kernels/cuda/ns_engine.hpp"
+
+namespace dmuon::cuda {
+
+// The wide problem X (m x n, m <= n) of a row-major rows x cols input. A row-major tall input
+// (rows > cols) read column-major is X itself (ld m); a row-major wide input read column-major
+// is Y = X^T (n x m, ld n). The program changes operand order instead of moving data.
+struct NsGeometry {
+  long m = 0, n = 0;
+  bool x_column_major = false;  // true: memory holds X (tall input); false: memory holds X^T
+  int batch = 1;
+  long x_elems() const { return m * n; }
+  long s_elems() const { return m * m; }
+};
+
+NsGeometry geometry_of(long rows, long cols, int batch);
+
+// Device buffers of one call: two m x n iterates and five m x m matrices per batch entry,
+// plus per-matrix normalisation scalars.
+struct NsBuffers {
+  void* x[2] = {nullptr, nullptr};
+  void* s[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
+  double* sums = nullptr;
+  float* divisor = nullptr;
+  int* status = nullptr;
+};
+
+// Bytes NsBuffers needs for this geometry and compute dtype, each piece 256-byte aligned.
+std::size_t ns_buffer_bytes(const NsGeometry& g, DType compute);
+NsBuffers carve_ns_buffers(void* arena, const NsGeometry& g, DType compute);
+
+// True when the library can run every GEMM `impl` needs for this geometry (symmetric_lt may not)
+// and, for symmetric_sm90, when the sm_90a kernel takes this geometry on this device.
+bool ns_impl_supported(LtGemm& gemm, NsImpl impl, const NsGeometry& g, const NsBuffers& buf, DType compute);
+
+// S = X X^T (m x m, complete) as `impl` computes it: standard/gram one full GEMM, symmetric and
+// gram_symmetric lower block rows then a mirror, symmetric_lt cuBLASLt's lower fill then a mirror,
+// symmetric_sm90 the sm_90a triangle kernel. Exposed for the benchmark that compares them.
+void enqueue_gram(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeometry& g, const void* X, void* S,
+                  DType compute);
+
+// Enqueues normalisation, the iterations of `impl` (not automatic) and the final product into
+// `out` (compute dtype, the input's layout).
+void enqueue_ns(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeometry& g, const NsBuffers& buf,
+                const void* in, DType in_dtype, void* out, const NsConfig& ns);
+
+}  // namespace dmuon::cuda

@@ -1,0 +1,90 @@
+// Device memory of one rank of the NCCL executor, laid out as the Plan's data model
+// (core/plan.hpp): per (parameter, BufferKind) a flat buffer indexed by the parameter's element
+// offsets. Only the range a rank's ops touch is allocated (the smallest [lo, hi) covering them),
+// so a dedicated owner holds momentum only for the matrices it owns, yet every Region offset of
+// the Plan addresses the buffer unchanged. Besides the Plan's kinds, the ranges a rank updates
+// (muon_update, adamw) get an fp32 master copy: the Plan's `param` buffer is the bf16 copy the
+// forward pass uses and the collectives carry.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/model_spec.hpp"
+#include "core/optimizer_config.hpp"
+#include "core/plan.hpp"
+#include "core/routing.hpp"
+#include "kernels/exec/types.hpp"
+
+namespace dmuon::exec {
+
+std::string_view to_string(ElementType t);
+
+// Storage of each kind: param and grad in the model's communication dtype (bf16), momentum and
+// AdamW moments in the optimizer's master dtype (fp32), Newton-Schulz input and output in the NS
+// compute dtype (what the NS engine reads and writes, and what zero1/fsdp-gather carry).
+struct BufferTypes {
+  ElementType param = ElementType::bf16, grad = ElementType::bf16;
+  ElementType momentum = ElementType::fp32, ns_input = ElementType::bf16, ns_output = ElementType::bf16;
+  ElementType adam_m = ElementType::fp32, adam_v = ElementType::fp32;
+  ElementType of(BufferKind kind) const;
+};
+// Throws dmuon::Error naming the field for a configuration the GPU path does not store
+// (fp64 master weights, an fp32/fp64 NS compute dtype).
+BufferTypes buffer_types_for(const OptimizerConfig& config);
+
+// The master copy is addressed like a BufferKind; it is not one of the Plan's kinds.
+constexpr int kMasterKind = static_cast<int>(BufferKind::adam_v) + 1;
+constexpr int kKindCount = kMasterKind + 1;
+
+struct Range {
+  std::int64_t lo = 0, hi = 0;  // [lo, hi) element offsets; empty when lo >= hi
+  bool empty() const { return hi <= lo; }
+};
+
+// Which element ranges of which (param, kind) a rank's ops read or write.
+struct Footprint {
+  std::vector<std::vector<Range>> ranges;  // [param][kind]
+  // Parameters in the order the rank's Newton-Schulz ops first read them: the NS input and
+  // output buffers are laid out in this order, so the same-shape matrices of one batched call
+  // lie back to back and the NS engine reads them in place (no staging copy).
+  std::vector<std::size_t> ns_order;
+  void touch(std::size_t param, int kind, std::int64_t offset, std::int64_t count);
+};
+Footprint plan_footprint(const Plan& plan, int rank, const ModelSpec& model, const Routing& routing);
+
+class DeviceBuffers {
+ public:
+  // Allocates on the current CUDA device (one allocation per kind) and zero-fills everything.
+  // Throws dmuon::Error naming the rank and the bytes wanted and free when memory runs out.
+  DeviceBuffers(const Footprint& footprint, const BufferTypes& types, int rank);
+  ~DeviceBuffers();
+  DeviceBuffers(const DeviceBuffers&) = delete;
+  DeviceBuffers& operator=(const DeviceBuffers&) = delete;
+
+  ElementType type(int kind) const { return kind == kMasterKind ? ElementType::fp32 : types_.of(BufferKind(kind)); }
+  // Device address of element `region.offset` of (region.param, kind); throws dmuon::Error
+  // starting with `where` when the region is outside what this rank allocated.
+  void* at(int kind, const Region& region, const std::string& where) const;
+  void* at(BufferKind kind, const Region& region, const std::string& where) const {
+    return at(static_cast<int>(kind), region, where);
+  }
+  bool covers(int kind, const Region& region) const;
+  const Range& range(std::size_t param, int kind) const { return ranges_[param][static_cast<std::size_t>(kind)]; }
+  std::size_t params() const { return ranges_.size(); }
+  std::int64_t allocated_bytes() const { return allocated_bytes_; }
+
+  // Host copies, converted from / to double (round-to-nearest-even into bf16/fp16/fp32).
+  std::vector<double> download(int kind, const Region& region) const;
+  void upload(int kind, const Region& region, const std::vector<double>& values);
+
+ private:
+  BufferTypes types_;
+  int rank_;
+  std::vector<std::vector<Range>> ranges_;          // [param][kind]
+  std::vector<std::vector<std::size_t>> offsets_;   // [param][kind]: byte offset in the kind's arena
+  std::vector<char*> arenas_;                       // [kind]
+  std::int64_t allocated_bytes_ = 0;
+};
+
+}  // namespace dmuon::exec

@@ -1,0 +1,23 @@
+// A Plan collective as NCCL calls on one rank's communication stream. Coalesced regions
+// (dedicated's per-layer broadcasts and reduces, DDP buckets) are one ncclGroupStart/End, so
+// NCCL fuses them into one launch; all-gather and reduce-scatter map to the NCCL collective
+// when the parts are FSDP2's equal contiguous shards and to rooted broadcasts/reduces (one
+// group) when they are not; all-to-all is ncclSend/ncclRecv pairs inside one group.
+#pragma once
+#include <string>
+
+#include <cuda_runtime_api.h>
+
+#include "core/plan.hpp"
+#include "kernels/comm/world.hpp"
+#include "kernels/exec/buffers.hpp"
+
+namespace dmuon::exec {
+
+// Enqueues `op` (a collective of `plan` on `rank`) on `stream`. Throws dmuon::Error starting
+// with `where` for an op this rank cannot run (a region it holds no buffer for, a transfer that
+// reads and writes overlapping elements of one rank) or an NCCL failure at enqueue time.
+void launch_collective(const Op& op, const Plan& plan, int rank, comm::RankComms& comms, DeviceBuffers& buffers,
+                       cudaStream_t stream, const std::string& where);
+
+}  // namespace dmuon::exec
