@@ -184,7 +184,7 @@ std::vector<T> parse_list(const YamlValue& v, Parse parse) {
   return out;
 }
 
-ForwardBackwardTable parse_forward_backward(const YamlValue& v) {
+ForwardBackwardTable parse_forward_backward_section(const YamlValue& v) {
   require_unique_keys(v);
   YamlMap m(v);
   ForwardBackwardTable t;
@@ -313,6 +313,8 @@ void emit_forward_backward(YAML::Emitter& out, const ForwardBackwardTable& t) {
 
 }  // namespace
 
+ForwardBackwardTable parse_forward_backward(const YamlValue& section) { return parse_forward_backward_section(section); }
+
 CalibrationTable parse_calibration(const YamlValue& root) {
   require_unique_keys(root);
   YamlMap m(root);
@@ -337,7 +339,7 @@ CalibrationTable parse_calibration(const YamlValue& root) {
       return std::tie(a.kind, a.ranks, a.nodes) == std::tie(b.kind, b.ranks, b.nodes);
     });
   }
-  if (auto v = m.find("forward_backward")) t.forward_backward = parse_forward_backward(*v);
+  if (auto v = m.find("forward_backward")) t.forward_backward = parse_forward_backward_section(*v);
   m.finish();
   return t;
 }
