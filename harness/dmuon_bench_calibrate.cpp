@@ -9,13 +9,13 @@
 
 #include <boost/program_options.hpp>
 
-#include "core/calibration.hpp"
-#include "core/device_profile.hpp"
+#include "core/cost/calibration.hpp"
+#include "core/cost/device_profile.hpp"
 #include "core/error.hpp"
-#include "core/provenance.hpp"
-#include "core/routing.hpp"
-#include "core/scenario.hpp"
-#include "core/step_planner.hpp"
+#include "core/io/provenance.hpp"
+#include "core/model/routing.hpp"
+#include "core/io/scenario.hpp"
+#include "core/plan/step_planner.hpp"
 #include "harness/bench/calibrate_ns.hpp"
 #include "harness/bench/layers_json.hpp"
 #include "kernels/cuda/ceilings.hpp"

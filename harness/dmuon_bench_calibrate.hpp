@@ -1,7 +1,7 @@
 // `dmuon-bench calibrate`: measures on this machine everything the simulator prices for one
 // scenario (GEMM/copy ceilings, launch cost, Newton-Schulz calls of the scenario's Plans and a
 // grid per kernel family, fused elementwise kernels and copies against size, NCCL collectives
-// on every communicator shape) and writes the calibration file (core/calibration.hpp), merging
+// on every communicator shape) and writes the calibration file (core/cost/calibration.hpp), merging
 // the forward/backward measurements of harness/tools/measure_layers.py when given.
 #pragma once
 

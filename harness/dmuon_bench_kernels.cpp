@@ -6,9 +6,9 @@
 
 #include <boost/program_options.hpp>
 
-#include "core/device_profile.hpp"
+#include "core/cost/device_profile.hpp"
 #include "core/error.hpp"
-#include "core/provenance.hpp"
+#include "core/io/provenance.hpp"
 #include "harness/bench/kernel_report.hpp"
 #include "kernels/cuda/ceilings.hpp"
 #include "kernels/cuda/device_query.hpp"

@@ -6,15 +6,15 @@
 
 #include <boost/program_options.hpp>
 
-#include "core/calibration.hpp"
-#include "core/device_profile.hpp"
+#include "core/cost/calibration.hpp"
+#include "core/cost/device_profile.hpp"
 #include "core/error.hpp"
-#include "core/forward_backward_cost.hpp"
-#include "core/provenance.hpp"
-#include "core/routing.hpp"
-#include "core/scenario.hpp"
-#include "core/step_planner.hpp"
-#include "core/step_units.hpp"
+#include "core/cost/forward_backward_cost.hpp"
+#include "core/io/provenance.hpp"
+#include "core/model/routing.hpp"
+#include "core/io/scenario.hpp"
+#include "core/plan/step_planner.hpp"
+#include "core/plan/step_units.hpp"
 #include "harness/dmuon_bench_step_report.hpp"
 #include "kernels/cuda/device_query.hpp"
 #include "kernels/exec/bench.hpp"

@@ -8,10 +8,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/chrome_trace.hpp"
+#include "core/io/chrome_trace.hpp"
 #include "core/error.hpp"
-#include "core/plan_cost.hpp"
-#include "core/provenance.hpp"
+#include "core/cost/plan_cost.hpp"
+#include "core/io/provenance.hpp"
 
 namespace dmuon::bench {
 

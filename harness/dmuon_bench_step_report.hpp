@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/plan.hpp"
+#include "core/plan/plan.hpp"
 #include "harness/dmuon_bench_step_standin.hpp"
 #include "kernels/exec/bench.hpp"
 

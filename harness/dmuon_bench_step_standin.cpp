@@ -79,7 +79,7 @@ void add_standin_json(nlohmann::json& x, const StandinResult& s) {
 void write_standin_markdown(std::ostream& f, const std::vector<StrategyResult>& strategies) {
   f << "- compute stand-in: each iteration is one run of the whole step: forward and backward with the model's weight "
        "GEMMs (cuBLASLt bf16, the scenario's tokens) on the compute stream between the Plan's collectives "
-       "(core/step_units.hpp), then the optimizer step. Not in the stand-in: attention's s^2 products, norms, "
+       "(core/plan/step_units.hpp), then the optimizer step. Not in the stand-in: attention's s^2 products, norms, "
        "activations, the loss (it runs less than the model's full compute). Exposed comm = step - compute-stream busy "
        "(stand-in GEMMs and optimizer compute).\n\n";
   f << "| strategy | step ms | compute busy ms | stand-in GEMMs ms | exposed comm ms | stand-in TFLOP/s |\n";

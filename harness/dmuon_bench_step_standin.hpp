@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/plan.hpp"
+#include "core/plan/plan.hpp"
 #include "kernels/exec/bench.hpp"
 
 namespace dmuon::bench {

@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
-#include "core/provenance.hpp"
+#include "core/io/provenance.hpp"
 #include "harness/sim/sim_report.hpp"
 #include "harness/sim/sim_validate.hpp"
 #include "sim/memory_estimate.hpp"

@@ -9,12 +9,12 @@
 
 #include <boost/program_options.hpp>
 
-#include "core/device_profile.hpp"
+#include "core/cost/device_profile.hpp"
 #include "core/error.hpp"
-#include "core/model_yaml.hpp"
-#include "core/plan_printer.hpp"
-#include "core/provenance.hpp"
-#include "core/step_planner.hpp"
+#include "core/model/model_yaml.hpp"
+#include "core/plan/plan_printer.hpp"
+#include "core/io/provenance.hpp"
+#include "core/plan/step_planner.hpp"
 #include "harness/verify/builtin_suite.hpp"
 #include "harness/verify/distributed_checks.hpp"
 #include "harness/verify/golden.hpp"

@@ -6,10 +6,10 @@
 #include <map>
 #include <random>
 
-#include "core/device_profile.hpp"
+#include "core/cost/device_profile.hpp"
 #include "core/error.hpp"
-#include "core/model_yaml.hpp"
-#include "core/step_planner.hpp"
+#include "core/model/model_yaml.hpp"
+#include "core/plan/step_planner.hpp"
 #include "harness/verify/distributed_checks.hpp"
 #include "kernels/cuda/device_query.hpp"
 #include "kernels/exec/session.hpp"

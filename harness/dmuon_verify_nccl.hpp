@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/strategy.hpp"
+#include "core/plan/strategy.hpp"
 #include "harness/verify/case_result.hpp"
 
 namespace dmuon::verify {

@@ -4,7 +4,7 @@
 
 #include <Eigen/Core>
 
-#include "core/optimizer_config.hpp"
+#include "core/optimizer/optimizer_config.hpp"
 #include "reference/rounding.hpp"
 
 namespace dmuon::ref {

@@ -5,7 +5,7 @@
 #pragma once
 #include <cstdint>
 
-#include "core/optimizer_config.hpp"
+#include "core/optimizer/optimizer_config.hpp"
 #include "reference/rounding.hpp"
 
 namespace dmuon::ref {

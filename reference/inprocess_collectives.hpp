@@ -17,7 +17,7 @@
 
 #include <Eigen/Core>
 
-#include "core/plan.hpp"
+#include "core/plan/plan.hpp"
 
 namespace dmuon::ref {
 

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "core/plan.hpp"
+#include "core/plan/plan.hpp"
 #include "reference/nonfinite.hpp"
 
 namespace dmuon::ref {

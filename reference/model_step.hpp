@@ -8,9 +8,9 @@
 
 #include <Eigen/Core>
 
-#include "core/model_spec.hpp"
-#include "core/optimizer_config.hpp"
-#include "core/routing.hpp"
+#include "core/model/model_spec.hpp"
+#include "core/optimizer/optimizer_config.hpp"
+#include "core/model/routing.hpp"
 #include "reference/adamw_step.hpp"
 #include "reference/muon_step.hpp"
 

@@ -5,7 +5,7 @@
 
 #include <Eigen/Core>
 
-#include "core/optimizer_config.hpp"
+#include "core/optimizer/optimizer_config.hpp"
 #include "reference/newton_schulz.hpp"
 
 namespace dmuon::ref {

@@ -26,7 +26,7 @@ struct Store {
 
 // Column blocks of the wide orientation X = [X_0 ... X_{k-1}] (one block: single-device NS).
 // Every product that needs all columns is a sum over blocks in block order: the all-reduce of
-// a sharded call (core/ns_sharding.hpp). With one block each sum is the single product.
+// a sharded call (core/plan/ns_sharding.hpp). With one block each sum is the single product.
 using Shards = std::vector<Eigen::MatrixXd>;
 
 // X X^T summed over the blocks, stored.

@@ -5,7 +5,7 @@
 
 #include <Eigen/Core>
 
-#include "core/optimizer_config.hpp"
+#include "core/optimizer/optimizer_config.hpp"
 #include "reference/rounding.hpp"
 
 namespace dmuon::ref {
@@ -19,7 +19,7 @@ namespace dmuon::ref {
 // normalize_dtype (fp16 beyond 65504) under Rounding::emulate.
 Eigen::MatrixXd newton_schulz(const Eigen::MatrixXd& G, const NsConfig& ns, Rounding rounding);
 
-// The same call run as sharded over k GPUs (core/ns_sharding.hpp): `shards` are the column
+// The same call run as sharded over k GPUs (core/plan/ns_sharding.hpp): `shards` are the column
 // blocks [X_0 ... X_{k-1}] of the already wide (m <= n) input, every one m rows; returns the
 // output's blocks. Every sum over columns (the squared norm, each X X^T) is taken block by
 // block in block order, as the all-reduce does; with one shard this IS newton_schulz's

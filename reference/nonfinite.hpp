@@ -1,5 +1,5 @@
 // Finding NaN and infinity in optimizer buffers, for the non-finite gradient policy
-// (core/optimizer_config.hpp NonfinitePolicy) and the overflow checks of the reference steps.
+// (core/optimizer/optimizer_config.hpp NonfinitePolicy) and the overflow checks of the reference steps.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -7,7 +7,7 @@
 
 #include "core/error.hpp"
 #include "reference/elementwise_steps.hpp"
-#include "core/ns_sharding.hpp"
+#include "core/plan/ns_sharding.hpp"
 #include "reference/newton_schulz.hpp"
 #include "reference/nonfinite.hpp"
 

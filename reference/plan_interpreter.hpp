@@ -9,10 +9,10 @@
 
 #include <Eigen/Core>
 
-#include "core/model_spec.hpp"
-#include "core/optimizer_config.hpp"
-#include "core/plan.hpp"
-#include "core/routing.hpp"
+#include "core/model/model_spec.hpp"
+#include "core/optimizer/optimizer_config.hpp"
+#include "core/plan/plan.hpp"
+#include "core/model/routing.hpp"
 #include "reference/inprocess_collectives.hpp"
 #include "reference/rounding.hpp"
 

@@ -4,7 +4,7 @@
 
 #include <Eigen/Core>
 
-#include "core/dtype.hpp"
+#include "core/optimizer/dtype.hpp"
 
 namespace dmuon::ref {
 

@@ -66,7 +66,7 @@ class EdgeSet {
 // The count matters for chains and trees: every channel pipelines its own chunks, so more
 // channels sharing one NIC make each chunk slower and the pipeline fill longer.
 // With `channels: auto` every group gets the count NCCL's search gives a communicator of its
-// shape (core/nccl_channels.hpp), from the GPUs it has on its fullest node.
+// shape (core/cost/nccl_channels.hpp), from the GPUs it has on its fullest node.
 int channels_of(const std::vector<std::vector<int>>& nodes, const NcclSpec& nccl) {
   const bool one_gpu_per_node =
       nodes.size() > 1 && std::all_of(nodes.begin(), nodes.end(), [](const auto& n) { return n.size() == 1; });

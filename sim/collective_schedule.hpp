@@ -18,8 +18,8 @@
 #include <tuple>
 #include <vector>
 
-#include "core/plan.hpp"
-#include "core/scenario.hpp"
+#include "core/plan/plan.hpp"
+#include "core/io/scenario.hpp"
 #include "sim/topology.hpp"
 
 namespace dmuon::sim {

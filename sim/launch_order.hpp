@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "core/forward_backward_cost.hpp"
-#include "core/plan.hpp"
-#include "core/routing.hpp"
+#include "core/cost/forward_backward_cost.hpp"
+#include "core/plan/plan.hpp"
+#include "core/model/routing.hpp"
 
 namespace dmuon::sim {
 

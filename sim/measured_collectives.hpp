@@ -5,8 +5,8 @@
 #pragma once
 #include <optional>
 
-#include "core/calibration.hpp"
-#include "core/scenario.hpp"
+#include "core/cost/calibration.hpp"
+#include "core/io/scenario.hpp"
 #include "sim/collective_schedule.hpp"
 #include "sim/step_program.hpp"
 #include "sim/topology.hpp"

@@ -5,8 +5,8 @@
 #pragma once
 #include <string>
 
-#include "core/routing.hpp"
-#include "core/scenario.hpp"
+#include "core/model/routing.hpp"
+#include "core/io/scenario.hpp"
 
 namespace dmuon::sim {
 

@@ -4,8 +4,8 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "core/ns_sharding.hpp"
-#include "core/plan_writer.hpp"
+#include "core/plan/ns_sharding.hpp"
+#include "core/plan/plan_writer.hpp"
 
 namespace dmuon::sim {
 namespace {
@@ -151,7 +151,7 @@ int RankBuilder::collective_op(int c, const std::vector<int>& members, std::vect
   return emit(std::move(s));
 }
 
-// A member of a sharded Newton-Schulz call (core/ns_sharding.hpp): its all-reduces on the
+// A member of a sharded Newton-Schulz call (core/plan/ns_sharding.hpp): its all-reduces on the
 // group, one launch each (the squared norm, then every m x m Gram product), on the compute
 // stream because the next GEMM waits for each; then the member's share of the compute. The
 // all-reduces are listed before the compute (the GPU interleaves them; the sum is the same

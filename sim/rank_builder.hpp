@@ -7,9 +7,9 @@
 #include <tuple>
 #include <vector>
 
-#include "core/forward_backward_cost.hpp"
-#include "core/optimizer_config.hpp"
-#include "core/plan_cost.hpp"
+#include "core/cost/forward_backward_cost.hpp"
+#include "core/optimizer/optimizer_config.hpp"
+#include "core/cost/plan_cost.hpp"
 #include "sim/launch_order.hpp"
 #include "sim/step_program.hpp"
 

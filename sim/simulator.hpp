@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/scenario.hpp"
+#include "core/io/scenario.hpp"
 #include "sim/step_program.hpp"
 
 namespace dmuon::sim {

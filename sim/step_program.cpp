@@ -5,8 +5,8 @@
 #include <string_view>
 
 #include "core/error.hpp"
-#include "core/forward_backward_cost.hpp"
-#include "core/plan_cost.hpp"
+#include "core/cost/forward_backward_cost.hpp"
+#include "core/cost/plan_cost.hpp"
 #include "sim/op_list.hpp"
 #include "sim/rank_builder.hpp"
 
@@ -32,7 +32,7 @@ StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const R
                                const OptimizerConfig& optimizer, const CostModel& cost, const TrainingSpec& training,
                                const ProgramOptions& options) {
   StepProgram prog;
-  // Forward/backward compute per unit: core's cost model (core/forward_backward_cost.hpp).
+  // Forward/backward compute per unit: core's cost model (core/cost/forward_backward_cost.hpp).
   const CalibrationTable* calibration = cost.calibration();
   const ForwardBackwardCost units =
       forward_backward_cost(model, training, training.peak_tflops.value_or(cost.device().gemm_tflops),

@@ -7,7 +7,7 @@
 // What this adds to the Plan, and why:
 // - forward/backward compute per layer ("unit": a transformer block of a tower; a tower's
 //   parameters outside blocks form a unit before (embeddings) or after (norm, head) them), as
-//   core/forward_backward_cost.hpp prices it (measured layers, interpolated building blocks,
+//   core/cost/forward_backward_cost.hpp prices it (measured layers, interpolated building blocks,
 //   or FLOPs at training.mfu; training.fwd_bwd_seconds split by FLOPs);
 // - one NCCL launch per (layer, collective kind, group): FSDP2 all-gathers and reduce-scatters
 //   a whole block's flat buffer at once and DMuon coalesces a block's broadcasts and reduces,
@@ -25,12 +25,12 @@
 #include <string>
 #include <vector>
 
-#include "core/calibration.hpp"
-#include "core/model_spec.hpp"
-#include "core/optimizer_config.hpp"
-#include "core/plan.hpp"
-#include "core/routing.hpp"
-#include "core/scenario.hpp"
+#include "core/cost/calibration.hpp"
+#include "core/model/model_spec.hpp"
+#include "core/optimizer/optimizer_config.hpp"
+#include "core/plan/plan.hpp"
+#include "core/model/routing.hpp"
+#include "core/io/scenario.hpp"
 #include "sim/collective_schedule.hpp"
 
 namespace dmuon::sim {

@@ -6,7 +6,7 @@
 #include <numeric>
 
 #include "core/error.hpp"
-#include "core/step_planner.hpp"
+#include "core/plan/step_planner.hpp"
 #include "sim/isolated_run.hpp"
 #include "sim/measured_collectives.hpp"
 #include "sim/memory_estimate.hpp"

@@ -1,4 +1,4 @@
-// One strategy of a scenario, end to end: the planner's Plan (core/step_planner), the memory
+// One strategy of a scenario, end to end: the planner's Plan (core/plan/step_planner), the memory
 // check, the step program around it and its simulation, reduced to the figures dmuon-sim
 // prints.
 #pragma once
@@ -8,9 +8,9 @@
 #include <vector>
 #include <string>
 
-#include "core/calibration.hpp"
-#include "core/memory_model.hpp"
-#include "core/scenario.hpp"
+#include "core/cost/calibration.hpp"
+#include "core/cost/memory_model.hpp"
+#include "core/io/scenario.hpp"
 #include "sim/simulator.hpp"
 
 namespace dmuon::sim {

@@ -1,6 +1,6 @@
 #include "sim/trace_writer.hpp"
 
-#include "core/chrome_trace.hpp"
+#include "core/io/chrome_trace.hpp"
 
 namespace dmuon::sim {
 

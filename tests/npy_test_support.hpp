@@ -1,4 +1,4 @@
-// Helpers of the core/npy tests (test_npy.cpp, test_npy_errors.cpp): byte builders for files
+// Helpers of the core/io/npy tests (test_npy.cpp, test_npy_errors.cpp): byte builders for files
 // laid out as the NumPy format documents them, and the refusal check.
 #pragma once
 #include <cstdint>
@@ -9,7 +9,7 @@
 
 #include "catch_compat.hpp"
 #include "core/error.hpp"
-#include "core/npy.hpp"
+#include "core/io/npy.hpp"
 #include "test_temp_dir.hpp"
 
 namespace npy_test {

@@ -3,7 +3,7 @@
 #include <numeric>
 #include <vector>
 
-#include "core/scenario.hpp"
+#include "core/io/scenario.hpp"
 #include "sim/simulator.hpp"
 
 namespace dmuon::simtest {

@@ -1,4 +1,4 @@
-// Calibration file v2 (core/calibration.hpp): strict reading with file:line: key, exact round
+// Calibration file v2 (core/cost/calibration.hpp): strict reading with file:line: key, exact round
 // trips, and the cost model's use of it against closed forms: size curves (power law between
 // points), Newton-Schulz efficiency interpolation, elementwise curves, collective curves.
 #include <cmath>
@@ -6,9 +6,9 @@
 
 #include "catch_compat.hpp"
 #include "test_temp_dir.hpp"
-#include "core/calibration.hpp"
+#include "core/cost/calibration.hpp"
 #include "core/error.hpp"
-#include "core/ns_flops.hpp"
+#include "core/cost/ns_flops.hpp"
 
 using namespace dmuon;
 

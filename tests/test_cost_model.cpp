@@ -8,9 +8,9 @@
 
 #include "catch_compat.hpp"
 #include "test_temp_dir.hpp"
-#include "core/calibration.hpp"
+#include "core/cost/calibration.hpp"
 #include "core/error.hpp"
-#include "core/ns_flops.hpp"
+#include "core/cost/ns_flops.hpp"
 
 using namespace dmuon;
 

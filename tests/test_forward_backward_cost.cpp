@@ -1,4 +1,4 @@
-// core/forward_backward_grid and core/forward_backward_cost: interpolation of measured GEMM and
+// core/cost/forward_backward_grid and core/cost/forward_backward_cost: interpolation of measured GEMM and
 // attention efficiencies against closed forms, measured layers first, and the FLOPs-at-MFU
 // fallback equal to the formula the simulator always used.
 #include <algorithm>
@@ -6,9 +6,9 @@
 #include <string>
 
 #include "catch_compat.hpp"
-#include "core/forward_backward_cost.hpp"
-#include "core/forward_backward_grid.hpp"
-#include "core/model_yaml.hpp"
+#include "core/cost/forward_backward_cost.hpp"
+#include "core/cost/forward_backward_grid.hpp"
+#include "core/model/model_yaml.hpp"
 
 using namespace dmuon;
 

@@ -6,8 +6,8 @@
 
 #include "catch_compat.hpp"
 #include "core/error.hpp"
-#include "core/npy.hpp"
-#include "core/optimizer_config.hpp"
+#include "core/io/npy.hpp"
+#include "core/optimizer/optimizer_config.hpp"
 #include "harness/verify/golden.hpp"
 #include "harness/verify/test_matrices.hpp"
 #include "reference/muon_step.hpp"

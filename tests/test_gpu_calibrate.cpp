@@ -4,7 +4,7 @@
 #include <string>
 
 #include "catch_compat.hpp"
-#include "core/calibration.hpp"
+#include "core/cost/calibration.hpp"
 #include "gpu_skip.hpp"
 #include "run_command.hpp"
 #include "test_temp_dir.hpp"

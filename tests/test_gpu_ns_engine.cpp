@@ -8,7 +8,7 @@
 
 #include "catch_compat.hpp"
 #include "gpu_skip.hpp"
-#include "core/ns_rounding.hpp"
+#include "core/optimizer/ns_rounding.hpp"
 #include "core/error.hpp"
 #include "harness/verify/gpu_ns.hpp"
 #include "harness/verify/ns_checks.hpp"

@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "catch_compat.hpp"
-#include "core/forward_backward_cost.hpp"
-#include "core/optimizer_config.hpp"
-#include "core/plan_builders.hpp"
-#include "core/step_units.hpp"
+#include "core/cost/forward_backward_cost.hpp"
+#include "core/optimizer/optimizer_config.hpp"
+#include "core/plan/plan_builders.hpp"
+#include "core/plan/step_units.hpp"
 #include "gpu_skip.hpp"
 #include "harness/verify/distributed_checks.hpp"
 #include "kernels/exec/compute_standin.hpp"

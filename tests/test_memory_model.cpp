@@ -1,12 +1,12 @@
-// The memory model (core/memory_model) on a model small enough to count by hand: what each kind
+// The memory model (core/cost/memory_model) on a model small enough to count by hand: what each kind
 // of Plan keeps per GPU follows from what the Plan does (shards, owners, run-ahead replicas).
 #include <string>
 
 #include "catch_compat.hpp"
 #include "core/error.hpp"
-#include "core/memory_model.hpp"
-#include "core/plan_builders.hpp"
-#include "core/routing.hpp"
+#include "core/cost/memory_model.hpp"
+#include "core/plan/plan_builders.hpp"
+#include "core/model/routing.hpp"
 
 using namespace dmuon;
 

@@ -3,8 +3,8 @@
 #include <string>
 
 #include "catch_compat.hpp"
-#include "core/model_yaml.hpp"
-#include "core/routing.hpp"
+#include "core/model/model_yaml.hpp"
+#include "core/model/routing.hpp"
 
 using namespace dmuon;
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "catch_compat.hpp"
-#include "core/coefficients.hpp"
+#include "core/optimizer/coefficients.hpp"
 #include "core/error.hpp"
 #include "reference/adamw_step.hpp"
 #include "reference/muon_step.hpp"

@@ -1,11 +1,11 @@
-// core/nccl_channels: NCCL's channel count per communicator from the node's links, against the
+// core/cost/nccl_channels: NCCL's channel count per communicator from the node's links, against the
 // counts NCCL itself logs and against its rules one by one.
 #include <string>
 
 #include "catch_compat.hpp"
 #include "core/error.hpp"
-#include "core/nccl_channels.hpp"
-#include "core/scenario.hpp"
+#include "core/cost/nccl_channels.hpp"
+#include "core/io/scenario.hpp"
 
 using dmuon::nccl_gpu_links;
 using dmuon::nccl_ring_channels;

@@ -4,10 +4,10 @@
 #include <algorithm>
 
 #include "catch_compat.hpp"
-#include "core/device_profile.hpp"
-#include "core/model_yaml.hpp"
-#include "core/step_planner.hpp"
-#include "core/yaml_reader.hpp"
+#include "core/cost/device_profile.hpp"
+#include "core/model/model_yaml.hpp"
+#include "core/plan/step_planner.hpp"
+#include "core/io/yaml_reader.hpp"
 #include "kernels/exec/buffers.hpp"
 #include "kernels/exec/deps.hpp"
 

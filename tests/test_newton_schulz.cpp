@@ -9,7 +9,7 @@
 #include <Eigen/QR>
 
 #include "catch_compat.hpp"
-#include "core/coefficients.hpp"
+#include "core/optimizer/coefficients.hpp"
 #include "reference/newton_schulz.hpp"
 #include "reference/rounding.hpp"
 

@@ -1,4 +1,4 @@
-// core/npy: round trips, byte-exact NumPy layouts built from the documented format, files NumPy
+// core/io/npy: round trips, byte-exact NumPy layouts built from the documented format, files NumPy
 // itself wrote in both orders (tests/data/npy, made by make_npy.py there) and header variations
 // numpy.load accepts. Refusals: test_npy_errors.cpp.
 
@@ -12,8 +12,8 @@
 
 #include "catch_compat.hpp"
 #include "core/error.hpp"
-#include "core/file_read.hpp"
-#include "core/npy.hpp"
+#include "core/io/file_read.hpp"
+#include "core/io/npy.hpp"
 #include "npy_test_support.hpp"
 
 using namespace npy_test;

@@ -1,4 +1,4 @@
-// core/npy: every refusal (malformed headers and data, file-level errors naming the path, and
+// core/io/npy: every refusal (malformed headers and data, file-level errors naming the path, and
 // random corruptions that must surface as dmuon::Error and nothing else).
 
 #include <cmath>
@@ -11,8 +11,8 @@
 
 #include "catch_compat.hpp"
 #include "core/error.hpp"
-#include "core/file_read.hpp"
-#include "core/npy.hpp"
+#include "core/io/file_read.hpp"
+#include "core/io/npy.hpp"
 #include "npy_test_support.hpp"
 
 using namespace npy_test;

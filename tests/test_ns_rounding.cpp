@@ -1,8 +1,8 @@
-// core/ns_rounding: the rounding allowances equal the numbers their derivation states, and move
+// core/optimizer/ns_rounding: the rounding allowances equal the numbers their derivation states, and move
 // the way the analysis says (with the unit roundoff, the condition number, the stores).
 #include "catch_compat.hpp"
-#include "core/ns_rounding.hpp"
-#include "core/optimizer_config.hpp"
+#include "core/optimizer/ns_rounding.hpp"
+#include "core/optimizer/optimizer_config.hpp"
 
 using namespace dmuon;
 

@@ -3,7 +3,7 @@
 // stored in the compute dtype; direct NS with `products: separate` rounds after every op.
 #include "catch_compat.hpp"
 #include "core/error.hpp"
-#include "core/optimizer_config.hpp"
+#include "core/optimizer/optimizer_config.hpp"
 #include "harness/verify/test_matrices.hpp"
 #include "reference/newton_schulz.hpp"
 #include "reference/rounding.hpp"

@@ -4,7 +4,7 @@
 
 #include "catch_compat.hpp"
 #include "core/error.hpp"
-#include "core/optimizer_config.hpp"
+#include "core/optimizer/optimizer_config.hpp"
 
 using namespace dmuon;
 

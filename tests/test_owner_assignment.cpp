@@ -10,9 +10,9 @@
 
 #include "catch_compat.hpp"
 #include "core/error.hpp"
-#include "core/model_yaml.hpp"
-#include "core/owner_assignment.hpp"
-#include "core/routing.hpp"
+#include "core/model/model_yaml.hpp"
+#include "core/owners/owner_assignment.hpp"
+#include "core/model/routing.hpp"
 
 using namespace dmuon;
 

@@ -1,4 +1,4 @@
-// owner-striped: the rail-striped hierarchical broadcast/reduce (core/striped_collectives.hpp),
+// owner-striped: the rail-striped hierarchical broadcast/reduce (core/plan/striped_collectives.hpp),
 // its buckets and run-ahead broadcasts, from the Plan to the simulator's step program.
 #include <algorithm>
 #include <cmath>
@@ -10,12 +10,12 @@
 #include <string>
 
 #include "catch_compat.hpp"
-#include "core/memory_model.hpp"
-#include "core/plan_builders.hpp"
-#include "core/routing.hpp"
-#include "core/scenario.hpp"
-#include "core/striped_collectives.hpp"
-#include "core/step_planner.hpp"
+#include "core/cost/memory_model.hpp"
+#include "core/plan/plan_builders.hpp"
+#include "core/model/routing.hpp"
+#include "core/io/scenario.hpp"
+#include "core/plan/striped_collectives.hpp"
+#include "core/plan/step_planner.hpp"
 #include "sim/step_program.hpp"
 #include "sim/strategy_run.hpp"
 

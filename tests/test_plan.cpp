@@ -5,8 +5,8 @@
 #include "catch_compat.hpp"
 #include "harness/verify/distributed_checks.hpp"
 #include "core/error.hpp"
-#include "core/plan_builders.hpp"
-#include "core/routing.hpp"
+#include "core/plan/plan_builders.hpp"
+#include "core/model/routing.hpp"
 
 using namespace dmuon;
 

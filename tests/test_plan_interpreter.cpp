@@ -10,8 +10,8 @@
 #include "catch_compat.hpp"
 #include "harness/verify/distributed_checks.hpp"
 #include "core/error.hpp"
-#include "core/plan_builders.hpp"
-#include "core/routing.hpp"
+#include "core/plan/plan_builders.hpp"
+#include "core/model/routing.hpp"
 #include "reference/model_step.hpp"
 #include "reference/plan_interpreter.hpp"
 

@@ -9,14 +9,14 @@
 #include <vector>
 
 #include "catch_compat.hpp"
-#include "core/calibration.hpp"
+#include "core/cost/calibration.hpp"
 #include "core/error.hpp"
-#include "core/mesh.hpp"
-#include "core/model_yaml.hpp"
-#include "core/npy.hpp"
-#include "core/optimizer_yaml.hpp"
-#include "core/routing.hpp"
-#include "core/scenario.hpp"
+#include "core/cost/mesh.hpp"
+#include "core/model/model_yaml.hpp"
+#include "core/io/npy.hpp"
+#include "core/optimizer/optimizer_yaml.hpp"
+#include "core/model/routing.hpp"
+#include "core/io/scenario.hpp"
 #include "error_message.hpp"
 #include "harness/verify/golden.hpp"
 

@@ -5,7 +5,7 @@
 
 #include "catch_compat.hpp"
 #include "core/error.hpp"
-#include "core/scenario.hpp"
+#include "core/io/scenario.hpp"
 
 using namespace dmuon;
 

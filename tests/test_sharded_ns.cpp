@@ -1,4 +1,4 @@
-// Sharded Newton-Schulz (core/ns_sharding.hpp): the column-sharded call equals single-device
+// Sharded Newton-Schulz (core/plan/ns_sharding.hpp): the column-sharded call equals single-device
 // NS within 1e-12 in fp64 (ragged splits included), the CPU interpreter runs owner-striped
 // Plans with sharded calls to the single-device reference, and Plan::validate refuses
 // malformed sharded calls with a message naming the problem.
@@ -10,15 +10,15 @@
 
 #include "catch_compat.hpp"
 #include "error_message.hpp"
-#include "core/device_profile.hpp"
+#include "core/cost/device_profile.hpp"
 #include "core/error.hpp"
-#include "core/model_yaml.hpp"
-#include "core/scenario.hpp"
-#include "core/step_planner.hpp"
-#include "core/yaml_reader.hpp"
-#include "core/ns_sharding.hpp"
-#include "core/plan_builders.hpp"
-#include "core/routing.hpp"
+#include "core/model/model_yaml.hpp"
+#include "core/io/scenario.hpp"
+#include "core/plan/step_planner.hpp"
+#include "core/io/yaml_reader.hpp"
+#include "core/plan/ns_sharding.hpp"
+#include "core/plan/plan_builders.hpp"
+#include "core/model/routing.hpp"
 #include "harness/verify/distributed_checks.hpp"
 #include "reference/model_step.hpp"
 #include "reference/newton_schulz.hpp"

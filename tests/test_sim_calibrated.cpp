@@ -10,7 +10,7 @@
 
 #include "catch_compat.hpp"
 #include "test_temp_dir.hpp"
-#include "core/scenario.hpp"
+#include "core/io/scenario.hpp"
 #include "sim/measured_collectives.hpp"
 #include "sim/strategy_run.hpp"
 #include "sim_test_support.hpp"

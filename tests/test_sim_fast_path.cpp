@@ -9,7 +9,7 @@
 
 #include "catch_compat.hpp"
 #include "core/error.hpp"
-#include "core/scenario.hpp"
+#include "core/io/scenario.hpp"
 #include "sim/memory_estimate.hpp"
 #include "sim/strategy_run.hpp"
 

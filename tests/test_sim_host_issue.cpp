@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "catch_compat.hpp"
-#include "core/scenario.hpp"
-#include "core/step_planner.hpp"
+#include "core/io/scenario.hpp"
+#include "core/plan/step_planner.hpp"
 #include "sim/measured_collectives.hpp"
 #include "sim/strategy_run.hpp"
 #include "sim_test_support.hpp"

@@ -7,7 +7,7 @@
 
 #include "catch_compat.hpp"
 #include "core/error.hpp"
-#include "core/scenario.hpp"
+#include "core/io/scenario.hpp"
 #include "sim/simulator.hpp"
 #include "sim/topology.hpp"
 

@@ -1,12 +1,12 @@
-// The simulator prices sharded Newton-Schulz (core/ns_sharding.hpp): every member runs its share
+// The simulator prices sharded Newton-Schulz (core/plan/ns_sharding.hpp): every member runs its share
 // of the flops and takes part in the call's all-reduces on the node's NVLink, on its compute
 // stream; a scenario whose MLP matrices dominate the optimizer gets a shorter step with it.
 #include <string>
 
 #include "catch_compat.hpp"
-#include "core/ns_sharding.hpp"
-#include "core/scenario.hpp"
-#include "core/step_planner.hpp"
+#include "core/plan/ns_sharding.hpp"
+#include "core/io/scenario.hpp"
+#include "core/plan/step_planner.hpp"
 #include "sim/step_program.hpp"
 #include "sim/strategy_run.hpp"
 

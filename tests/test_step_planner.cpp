@@ -4,14 +4,14 @@
 #include <string>
 
 #include "catch_compat.hpp"
-#include "core/device_profile.hpp"
+#include "core/cost/device_profile.hpp"
 #include "core/error.hpp"
-#include "core/model_yaml.hpp"
-#include "core/ns_flops.hpp"
-#include "core/owner_columns.hpp"
-#include "core/plan_fingerprint.hpp"
-#include "core/plan_cost.hpp"
-#include "core/step_planner.hpp"
+#include "core/model/model_yaml.hpp"
+#include "core/cost/ns_flops.hpp"
+#include "core/owners/owner_columns.hpp"
+#include "core/plan/plan_fingerprint.hpp"
+#include "core/cost/plan_cost.hpp"
+#include "core/plan/step_planner.hpp"
 
 using namespace dmuon;
 

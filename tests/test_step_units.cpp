@@ -1,4 +1,4 @@
-// core/step_units: the unit of each forward/backward op (buckets and run-ahead collectives
+// core/plan/step_units: the unit of each forward/backward op (buckets and run-ahead collectives
 // included, every rank agreeing), the step's issue order (forward ascending with FSDP2's
 // prefetch gate, backward in reverse), and the compute stand-in's GEMMs against
 // forward_backward_cost's FLOPs.
@@ -8,9 +8,9 @@
 
 #include "catch_compat.hpp"
 #include "core/error.hpp"
-#include "core/model_yaml.hpp"
-#include "core/plan_builders.hpp"
-#include "core/step_units.hpp"
+#include "core/model/model_yaml.hpp"
+#include "core/plan/plan_builders.hpp"
+#include "core/plan/step_units.hpp"
 
 using namespace dmuon;
 

@@ -5,11 +5,11 @@
 #include <set>
 #include <tuple>
 
-#include "core/device_profile.hpp"
+#include "core/cost/device_profile.hpp"
 #include "core/error.hpp"
-#include "core/ns_flops.hpp"
-#include "core/routing.hpp"
-#include "core/step_planner.hpp"
+#include "core/cost/ns_flops.hpp"
+#include "core/model/routing.hpp"
+#include "core/plan/step_planner.hpp"
 #include "harness/bench/ns_timing.hpp"
 
 namespace dmuon::bench {

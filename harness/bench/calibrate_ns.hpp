@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "core/calibration.hpp"
-#include "core/scenario.hpp"
+#include "core/cost/calibration.hpp"
+#include "core/io/scenario.hpp"
 #include "kernels/cuda/ns_engine.hpp"
 
 namespace dmuon::bench {

@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
-#include "core/file_read.hpp"
-#include "core/ns_flops.hpp"
-#include "core/provenance.hpp"
+#include "core/io/file_read.hpp"
+#include "core/cost/ns_flops.hpp"
+#include "core/io/provenance.hpp"
 
 namespace dmuon::bench {
 namespace {

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/calibration.hpp"
+#include "core/cost/calibration.hpp"
 #include "harness/bench/ns_timing.hpp"
 
 namespace dmuon::bench {

@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "core/error.hpp"
-#include "core/model_yaml.hpp"
-#include "core/routing.hpp"
+#include "core/model/model_yaml.hpp"
+#include "core/model/routing.hpp"
 
 namespace dmuon::bench {
 

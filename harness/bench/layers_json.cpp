@@ -1,11 +1,11 @@
 #include "harness/bench/layers_json.hpp"
 
 #include "core/error.hpp"
-#include "core/yaml_reader.hpp"
+#include "core/io/yaml_reader.hpp"
 
 namespace dmuon::bench {
 
-// JSON is YAML: the section reader of core/calibration reads this file, so a measurement is
+// JSON is YAML: the section reader of core/cost/calibration reads this file, so a measurement is
 // checked the same way here and when the calibration file that holds it is read back. This
 // format asks for every list and elementwise_GBps, which a calibration file may leave out.
 ForwardBackwardTable load_layers_json(const std::string& file) {

@@ -3,7 +3,7 @@
 #pragma once
 #include <string>
 
-#include "core/calibration.hpp"
+#include "core/cost/calibration.hpp"
 
 namespace dmuon::bench {
 
@@ -13,7 +13,7 @@ namespace dmuon::bench {
 //    "attention": [{"samples", "seq_len", "heads", "kv_heads", "head_dim": int > 0, "forward_s", "backward_s"}],
 //    "layers": [{"model": str, "part": "block" | "embedding" | "head", "micro_batch", "seq_len": int > 0,
 //                "forward_s", "backward_s"}]}
-// Read by core/calibration's forward_backward reader (JSON is YAML), so two entries for one
+// Read by core/cost/calibration's forward_backward reader (JSON is YAML), so two entries for one
 // measurement are refused as in a calibration file. Throws dmuon::Error "<file>:<line>: <field>:
 // <what is wrong>" (e.g. "fb.json:3: gemm[2].forward_s: must be > 0, got -1") for an unreadable
 // file, bad JSON, a missing, unknown, repeated or malformed field.

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/ns_flops.hpp"
+#include "core/cost/ns_flops.hpp"
 #include "kernels/cuda/device_buffer.hpp"
 #include "kernels/cuda/elementwise.hpp"
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "core/calibration.hpp"
-#include "core/optimizer_config.hpp"
+#include "core/cost/calibration.hpp"
+#include "core/optimizer/optimizer_config.hpp"
 #include "harness/bench/kernel_shapes.hpp"
 #include "kernels/cuda/ns_engine.hpp"
 

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
-#include "core/provenance.hpp"
-#include "core/step_planner.hpp"
+#include "core/io/provenance.hpp"
+#include "core/plan/step_planner.hpp"
 
 namespace dmuon::simcli {
 namespace {

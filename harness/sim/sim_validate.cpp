@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "core/error.hpp"
-#include "core/file_read.hpp"
-#include "core/provenance.hpp"
+#include "core/io/file_read.hpp"
+#include "core/io/provenance.hpp"
 #include "harness/sim/sim_report.hpp"
 #include "sim/strategy_run.hpp"
 

@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "core/scenario.hpp"
+#include "core/io/scenario.hpp"
 
 namespace dmuon::simcli {
 

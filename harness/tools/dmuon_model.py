@@ -2,7 +2,7 @@
 measure_layers.py and fsdp2_step.py).
 
 Reads the same files dmuon reads (scenarios/*.yaml, scenarios/models/*.yaml; their format is
-core/model_yaml.cpp and core/transformer_generator.hpp) and maps a model's `transformer` section
+core/model/model_yaml.cpp and core/model/transformer_generator.hpp) and maps a model's `transformer` section
 to the transformers family whose code builds exactly those parameters:
 
     qwen2     qkv_bias, no o_bias                       (Qwen2 / Qwen2.5)
@@ -67,7 +67,7 @@ def resolve(scenario=None, model=None, seq_len=None, micro_batch=None):
         training = doc.get("training") or {}
         if not isinstance(training, dict):
             raise ModelError(f"{scenario}: training: expected a mapping")
-        # dmuon's defaults (core/scenario.hpp TrainingSpec) when the scenario does not say.
+        # dmuon's defaults (core/io/scenario.hpp TrainingSpec) when the scenario does not say.
         seq_len = seq_len or positive_int(training.get("seq_len", 2048), f"{scenario}: training.seq_len")
         micro_batch = micro_batch or positive_int(training.get("micro_batch", 1), f"{scenario}: training.micro_batch")
         if "moe_top_k" in training:

@@ -20,7 +20,7 @@ What the optimizer computes, in dmuon's terms (the `optimizer` section of a case
 - torch.optim.AdamW: kind adamw, {adamw: {lr, betas, eps, weight_decay}} likewise (amsgrad and
   maximize are refused: the reference has neither);
 - any other class: say it with --kind and --section, a scenario's `optimizer` section as JSON
-  (a preset plus overrides, core/optimizer_yaml.hpp), e.g. a Moonlight-style variant:
+  (a preset plus overrides, core/optimizer/optimizer_yaml.hpp), e.g. a Moonlight-style variant:
   --kind muon --section '{"preset": "moonlight", "lr": 0.02, "weight_decay": 0.1}'.
   The momentum buffer is read from the state key --momentum-key (default momentum_buffer).
 --section also overrides what is read for the two torch classes.
@@ -186,7 +186,7 @@ def kind_of(torch, cls, args):
     if args.kind is None or args.section_value is None:
         fail(f"--optimizer {args.optimizer} is neither torch.optim.Muon nor torch.optim.AdamW: say what it "
              "computes with --kind muon|adamw and --section '{\"preset\": ..., ...}' (a scenario's optimizer "
-             "section: README 'Optimizer presets', core/optimizer_yaml.hpp)")
+             "section: README 'Optimizer presets', core/optimizer/optimizer_yaml.hpp)")
     return args.kind
 
 

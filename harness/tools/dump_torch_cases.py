@@ -122,7 +122,7 @@ class Writer:
     """Saves float32 .npy files under OUTDIR and keeps their total size.
 
     They are written in C order so that the files' bytes do not depend on a tensor's strides;
-    dmuon's reader (core/npy.hpp) reads Fortran order too, as numpy.save writes it for any
+    dmuon's reader (core/io/npy.hpp) reads Fortran order too, as numpy.save writes it for any
     F-contiguous array."""
 
     def __init__(self, outdir):

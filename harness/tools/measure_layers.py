@@ -5,8 +5,8 @@
     python3 harness/tools/measure_layers.py --model scenarios/models/llama3-8b.yaml \\
         --seq-len 4096 --micro-batch 1 --out fb.json [--device cuda] [--skip-grid] [--reps N]
 
-Writes the calibration's forward_backward section as JSON (core/calibration.hpp
-ForwardBackwardTable; the simulator prices a layer from it, core/forward_backward_cost.hpp):
+Writes the calibration's forward_backward section as JSON (core/cost/calibration.hpp
+ForwardBackwardTable; the simulator prices a layer from it, core/cost/forward_backward_cost.hpp):
   {"source": "...", "elementwise_GBps": float,
    "gemm": [{"tokens", "in", "out", "forward_s", "backward_s"}],
    "attention": [{"samples", "seq_len", "heads", "kv_heads", "head_dim", "forward_s", "backward_s"}],
@@ -17,7 +17,7 @@ ForwardBackwardTable; the simulator prices a layer from it, core/forward_backwar
   pass them (B, S, H, D transposed to B, H, S, D);
 - elementwise_GBps: HF's RMSNorm (fp32 upcast) and SiLU(gate) * up, forward and backward, in
   "logical" bytes (each op's tensors read and written once: norm 4 + 6 B per element, SiLU*mul
-  6 + 10 B per element of its output), the count core/forward_backward_cost.cpp prices with;
+  6 + 10 B per element of its output), the count core/cost/forward_backward_cost.cpp prices with;
 - layers: the model's own transformers code (dmuon_model.py maps the YAML): one decoder layer
   ("block", rotary embeddings computed once outside as the model does), the token embedding
   ("embedding") and final RMSNorm + LM head + HF's causal-LM loss ("head"), at micro_batch x

@@ -1,4 +1,4 @@
-"""The provenance stamp every dmuon tool writes: core/provenance.cpp's twin for the Python tools.
+"""The provenance stamp every dmuon tool writes: core/io/provenance.cpp's twin for the Python tools.
 
 A figure is only worth its command, machine and date; the C++ tools and these scripts stamp the
 files they write the same way, so a report can cite any of them alike:

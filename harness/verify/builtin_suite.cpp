@@ -1,6 +1,6 @@
 #include "harness/verify/builtin_suite.hpp"
 
-#include "core/optimizer_config.hpp"
+#include "core/optimizer/optimizer_config.hpp"
 #include "harness/verify/ns_checks.hpp"
 #include "harness/verify/step_checks.hpp"
 

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
-#include "core/provenance.hpp"
+#include "core/io/provenance.hpp"
 
 namespace dmuon::verify {
 namespace {

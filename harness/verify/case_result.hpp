@@ -45,7 +45,7 @@ CaseResult compare_bitwise(const std::string& name, const Eigen::MatrixXd& got,
 void print_result(std::ostream& out, const CaseResult& r);
 void print_summary(std::ostream& out, const std::vector<CaseResult>& results);
 // JSON report: {"tool", "backend", "passed", "failed", "cases": [...], "command", "date"} (the
-// provenance stamp of core/provenance); throws dmuon::Error naming the file when it cannot be
+// provenance stamp of core/io/provenance); throws dmuon::Error naming the file when it cannot be
 // written.
 void write_json_report(const std::string& path, const std::string& backend, const std::string& command,
                        const std::vector<CaseResult>& results);

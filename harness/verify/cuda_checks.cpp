@@ -7,11 +7,11 @@
 
 #include <Eigen/SVD>
 
-#include "core/ns_rounding.hpp"
+#include "core/optimizer/ns_rounding.hpp"
 #include "core/error.hpp"
-#include "core/npy.hpp"
-#include "core/optimizer_yaml.hpp"
-#include "core/yaml_reader.hpp"
+#include "core/io/npy.hpp"
+#include "core/optimizer/optimizer_yaml.hpp"
+#include "core/io/yaml_reader.hpp"
 #include "harness/verify/golden.hpp"
 #include "harness/verify/gpu_ns.hpp"
 #include "harness/verify/ns_checks.hpp"

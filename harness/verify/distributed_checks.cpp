@@ -2,10 +2,10 @@
 
 #include <random>
 
-#include "core/device_profile.hpp"
-#include "core/model_yaml.hpp"
-#include "core/step_planner.hpp"
-#include "core/yaml_reader.hpp"
+#include "core/cost/device_profile.hpp"
+#include "core/model/model_yaml.hpp"
+#include "core/plan/step_planner.hpp"
+#include "core/io/yaml_reader.hpp"
 #include "reference/model_step.hpp"
 #include "reference/plan_interpreter.hpp"
 

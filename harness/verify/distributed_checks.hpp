@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "core/mesh.hpp"
-#include "core/model_spec.hpp"
-#include "core/strategy.hpp"
+#include "core/cost/mesh.hpp"
+#include "core/model/model_spec.hpp"
+#include "core/plan/strategy.hpp"
 #include "harness/verify/case_result.hpp"
 
 namespace dmuon::verify {

@@ -5,11 +5,11 @@
 #include <initializer_list>
 #include <memory>
 
-#include "core/dtype.hpp"
+#include "core/optimizer/dtype.hpp"
 #include "core/error.hpp"
-#include "core/npy.hpp"
-#include "core/optimizer_yaml.hpp"
-#include "core/yaml_reader.hpp"
+#include "core/io/npy.hpp"
+#include "core/optimizer/optimizer_yaml.hpp"
+#include "core/io/yaml_reader.hpp"
 #include "reference/adamw_step.hpp"
 #include "reference/muon_step.hpp"
 #include "reference/newton_schulz.hpp"

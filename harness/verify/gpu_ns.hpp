@@ -6,7 +6,7 @@
 
 #include <Eigen/Dense>
 
-#include "core/dtype.hpp"
+#include "core/optimizer/dtype.hpp"
 #include "kernels/cuda/device_buffer.hpp"
 #include "kernels/cuda/ns_engine.hpp"
 

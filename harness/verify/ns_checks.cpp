@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "core/ns_rounding.hpp"
+#include "core/optimizer/ns_rounding.hpp"
 #include "harness/verify/test_matrices.hpp"
 #include "reference/newton_schulz.hpp"
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/optimizer_config.hpp"
+#include "core/optimizer/optimizer_config.hpp"
 #include "harness/verify/case_result.hpp"
 
 namespace dmuon::verify {

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "core/optimizer_config.hpp"
+#include "core/optimizer/optimizer_config.hpp"
 #include "harness/verify/test_matrices.hpp"
 #include "reference/adamw_step.hpp"
 #include "reference/muon_step.hpp"

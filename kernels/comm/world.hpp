@@ -10,7 +10,7 @@
 
 #include <nccl.h>
 
-#include "core/plan.hpp"
+#include "core/plan/plan.hpp"
 
 namespace dmuon::comm {
 

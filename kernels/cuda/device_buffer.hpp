@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.hpp"
+#include "core/optimizer/dtype.hpp"
 #include "kernels/cuda/ns_engine.hpp"  // Stream
 
 namespace dmuon::cuda {

@@ -4,7 +4,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "core/dtype.hpp"
+#include "core/optimizer/dtype.hpp"
 
 namespace dmuon::cuda {
 

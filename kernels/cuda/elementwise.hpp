@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/dtype.hpp"
-#include "core/optimizer_config.hpp"
+#include "core/optimizer/dtype.hpp"
+#include "core/optimizer/optimizer_config.hpp"
 #include "kernels/cuda/ns_engine.hpp"  // Stream
 
 namespace dmuon::cuda {

@@ -6,7 +6,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "core/calibration.hpp"
+#include "core/cost/calibration.hpp"
 #include "core/error.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/owned_stream.hpp"

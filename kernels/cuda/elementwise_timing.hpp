@@ -13,7 +13,7 @@ namespace dmuon::cuda {
 double measure_launch_overhead_seconds(int samples = 21, int per_sample = 1000);
 
 // (payload bytes, seconds of one launch) points, bytes as CostModel counts them
-// (core/calibration.hpp: momentum_bytes, muon_update_bytes, adamw_bytes; copy: read + written).
+// (core/cost/calibration.hpp: momentum_bytes, muon_update_bytes, adamw_bytes; copy: read + written).
 struct ElementwiseSizeCurves {
   std::vector<std::pair<double, double>> momentum, muon_update, adamw, copy;
 };

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
-#include "core/file_read.hpp"
+#include "core/io/file_read.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/device_buffer.hpp"
 #include "kernels/cuda/ns_engine_state.hpp"

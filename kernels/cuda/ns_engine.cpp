@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
-#include "core/ns_rounding.hpp"
+#include "core/optimizer/ns_rounding.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/device_buffer.hpp"
 #include "kernels/cuda/ns_engine_state.hpp"
@@ -121,7 +121,7 @@ std::vector<NsImpl> candidate_impls(const NsConfig& ns, long rows, long cols) {
 double accuracy_gate(const NsConfig& ns) {
   // A candidate and `standard` each carry their own rounding error, so the gate is the sum of
   // both allowances (the CPU suite's gram-vs-standard rule), from the rounding analysis in
-  // core/ns_rounding.cpp at kappa 1: bf16 standard 2 x 6.9u = 0.054, fp16 standard 0.0068; fp16
+  // core/optimizer/ns_rounding.cpp at kappa 1: bf16 standard 2 x 6.9u = 0.054, fp16 standard 0.0068; fp16
   // Gram with DMuon's schedule (6.9u + 39.1u) = 0.0225. That last is at bf16's level although fp16
   // rounds 8x finer because Gram stores Polar Express's a_t in fp16 (a*I) and the schedule
   // amplifies that 31u at s = 1; the Q Z order the engine used before 2026-11-23 (DMuon: Z Q)

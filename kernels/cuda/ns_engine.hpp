@@ -10,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
-#include "core/dtype.hpp"
-#include "core/ns_flops.hpp"
-#include "core/optimizer_config.hpp"
+#include "core/optimizer/dtype.hpp"
+#include "core/cost/ns_flops.hpp"
+#include "core/optimizer/optimizer_config.hpp"
 
 struct CUstream_st;
 
@@ -49,7 +49,7 @@ NsKernel kernel_family(NsImpl impl);
 std::vector<NsImpl> candidate_impls(const NsConfig& ns, long rows, long cols);
 
 struct NsEngineOptions {
-  // The optimizer config's policy (core/optimizer_config.hpp, `nonfinite`):
+  // The optimizer config's policy (core/optimizer/optimizer_config.hpp, `nonfinite`):
   // error: throw dmuon::Error naming the matrices whose input has a NaN or Inf.
   // skip:  write zeros for those matrices and list them in NsOutcome::skipped.
   NonfinitePolicy non_finite = NonfinitePolicy::error;

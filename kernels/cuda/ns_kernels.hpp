@@ -5,8 +5,8 @@
 
 #include <cuda_runtime_api.h>
 
-#include "core/dtype.hpp"
-#include "core/optimizer_config.hpp"
+#include "core/optimizer/dtype.hpp"
+#include "core/optimizer/optimizer_config.hpp"
 
 namespace dmuon::cuda {
 

@@ -3,7 +3,7 @@
 #pragma once
 #include <cuda_runtime_api.h>
 
-#include "core/optimizer_config.hpp"
+#include "core/optimizer/optimizer_config.hpp"
 #include "kernels/cuda/lt_gemm.hpp"
 #include "kernels/cuda/ns_engine.hpp"
 

@@ -7,7 +7,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "core/dtype.hpp"
+#include "core/optimizer/dtype.hpp"
 
 namespace dmuon::cuda {
 

@@ -4,7 +4,7 @@
 #pragma once
 #include <string>
 
-#include "core/dtype.hpp"
+#include "core/optimizer/dtype.hpp"
 
 namespace dmuon::cuda {
 

@@ -3,19 +3,19 @@
 // step as two timed runs, separated by barriers so every rank starts each run together. With
 // the compute stand-in (kernels/exec/compute_standin.hpp), each iteration is instead one timed run
 // of the whole step: forward and backward with the model's weight GEMMs on the compute stream
-// in the schedule of core/step_units.hpp, then the optimizer step.
+// in the schedule of core/plan/step_units.hpp, then the optimizer step.
 // No CUDA header: the harness calls it.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "core/forward_backward_cost.hpp"
-#include "core/model_spec.hpp"
-#include "core/optimizer_config.hpp"
-#include "core/plan.hpp"
-#include "core/routing.hpp"
-#include "core/step_units.hpp"
+#include "core/cost/forward_backward_cost.hpp"
+#include "core/model/model_spec.hpp"
+#include "core/optimizer/optimizer_config.hpp"
+#include "core/plan/plan.hpp"
+#include "core/model/routing.hpp"
+#include "core/plan/step_units.hpp"
 #include "kernels/exec/launch.hpp"
 #include "kernels/exec/timing.hpp"
 
@@ -31,7 +31,7 @@ struct BenchOptions {
 };
 
 // The compute stand-in's inputs: the step's units (their GEMMs) and this rank's schedule of
-// the plan (core/step_units.hpp step_schedule).
+// the plan (core/plan/step_units.hpp step_schedule).
 struct StandinInputs {
   const ForwardBackwardCost* cost = nullptr;
   StepSchedule schedule;

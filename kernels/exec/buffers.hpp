@@ -1,5 +1,5 @@
 // Device memory of one rank of the NCCL executor, laid out as the Plan's data model
-// (core/plan.hpp): per (parameter, BufferKind) a flat buffer indexed by the parameter's element
+// (core/plan/plan.hpp): per (parameter, BufferKind) a flat buffer indexed by the parameter's element
 // offsets. Only the range a rank's ops touch is allocated (the smallest [lo, hi) covering them),
 // so a dedicated owner holds momentum only for the matrices it owns, yet every Region offset of
 // the Plan addresses the buffer unchanged. Besides the Plan's kinds, the ranges a rank updates
@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "core/model_spec.hpp"
-#include "core/optimizer_config.hpp"
-#include "core/plan.hpp"
-#include "core/routing.hpp"
+#include "core/model/model_spec.hpp"
+#include "core/optimizer/optimizer_config.hpp"
+#include "core/plan/plan.hpp"
+#include "core/model/routing.hpp"
 #include "kernels/exec/types.hpp"
 
 namespace dmuon::exec {

@@ -94,7 +94,7 @@ std::size_t part_bytes(OpKind kind, std::size_t bytes, int ranks) {
 // One call of `kind` moving `bytes` (nccl-tests size), in place as the executor runs it
 // (kernels/exec/collectives.cpp); all-to-all as grouped send/recv between every pair, the
 // rank's own part a device copy.
-// Reductions average, as every Plan reduction does (core/plan_builders.cpp): on one rank NCCL
+// Reductions average, as every Plan reduction does (core/plan/plan_builders.cpp): on one rank NCCL
 // then runs a scaling kernel over the buffer where a sum runs nothing (the first H100 sweep
 // used sum and read 0.5 us for a 622 MB reduce-scatter the executor spent 500 us on).
 void launch(const Target& t, OpKind kind, std::size_t bytes) {

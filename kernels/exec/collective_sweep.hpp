@@ -1,6 +1,6 @@
 // NCCL collectives timed against size on every communicator shape of this machine, for
 // `dmuon-bench calibrate`: the world communicator and ncclCommSplit groups of every size that
-// divides it, bf16, sizes in nccl-tests' "size" convention (core/plan_cost.hpp payload_bytes).
+// divides it, bf16, sizes in nccl-tests' "size" convention (core/cost/plan_cost.hpp payload_bytes).
 // No CUDA or NCCL header: harness/ calls it from a launch_ranks body.
 #pragma once
 #include <cstdint>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/plan.hpp"
+#include "core/plan/plan.hpp"
 #include "kernels/exec/launch.hpp"
 
 namespace dmuon::exec {

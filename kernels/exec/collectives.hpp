@@ -8,7 +8,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "core/plan.hpp"
+#include "core/plan/plan.hpp"
 #include "kernels/comm/world.hpp"
 #include "kernels/exec/buffers.hpp"
 

@@ -8,10 +8,10 @@
 
 #include <cuda_runtime_api.h>
 
-#include "core/model_spec.hpp"
-#include "core/optimizer_config.hpp"
-#include "core/plan.hpp"
-#include "core/routing.hpp"
+#include "core/model/model_spec.hpp"
+#include "core/optimizer/optimizer_config.hpp"
+#include "core/plan/plan.hpp"
+#include "core/model/routing.hpp"
 #include "kernels/exec/buffers.hpp"
 #include "kernels/cuda/ns_engine.hpp"
 

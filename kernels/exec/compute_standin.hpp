@@ -1,5 +1,5 @@
 // The forward/backward compute of a training step, stood in by its weight GEMMs
-// (core/step_units.hpp standin_gemms): per unit, cuBLASLt bf16 products with fp32 accumulation
+// (core/plan/step_units.hpp standin_gemms): per unit, cuBLASLt bf16 products with fp32 accumulation
 // on the stream the executor hands it (RankExecutor::run_step), over scratch buffers allocated
 // once (the largest GEMM's operands) and filled with random bf16 (no zero shortcuts anywhere).
 // It never reads or writes the Plan's buffers. Not in it: attention's s^2 products, norms,
@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/forward_backward_cost.hpp"
-#include "core/step_units.hpp"
+#include "core/cost/forward_backward_cost.hpp"
+#include "core/plan/step_units.hpp"
 #include "kernels/cuda/device_buffer.hpp"
 #include "kernels/cuda/lt_gemm.hpp"
 #include "kernels/exec/nccl_executor.hpp"

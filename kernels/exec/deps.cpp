@@ -4,7 +4,7 @@
 #include <set>
 #include <tuple>
 
-#include "core/plan_writer.hpp"
+#include "core/plan/plan_writer.hpp"
 
 namespace dmuon::exec {
 namespace {

@@ -5,8 +5,8 @@
 #pragma once
 #include <vector>
 
-#include "core/plan.hpp"
-#include "core/routing.hpp"
+#include "core/plan/plan.hpp"
+#include "core/model/routing.hpp"
 
 namespace dmuon::exec {
 

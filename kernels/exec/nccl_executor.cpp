@@ -7,8 +7,8 @@
 #include <utility>
 
 #include "core/error.hpp"
-#include "core/ns_sharding.hpp"
-#include "core/plan_fingerprint.hpp"
+#include "core/plan/ns_sharding.hpp"
+#include "core/plan/plan_fingerprint.hpp"
 #include "kernels/comm/bootstrap.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/exec/collectives.hpp"
@@ -108,7 +108,7 @@ RankExecutor::RankExecutor(comm::RankComms& comms, const Plan& plan, const Model
                 " ranks, the job " + std::to_string(comms.world()));
   }
   if (!(options.timeout_seconds > 0)) throw Error("executor: timeout_seconds must be > 0");
-  // Sharded Newton-Schulz (core/ns_sharding.hpp) has no NCCL implementation yet.
+  // Sharded Newton-Schulz (core/plan/ns_sharding.hpp) has no NCCL implementation yet.
   refuse_sharded_ns(plan, "the NCCL executor");
   for (const auto& [key, policy] : {std::pair{"optimizer.nonfinite (Muon)", config.muon.nonfinite},
                                     std::pair{"optimizer.adamw.nonfinite", config.adamw.nonfinite}}) {

@@ -21,11 +21,11 @@
 
 #include <cuda_runtime_api.h>
 
-#include "core/model_spec.hpp"
-#include "core/optimizer_config.hpp"
-#include "core/plan.hpp"
-#include "core/routing.hpp"
-#include "core/step_units.hpp"
+#include "core/model/model_spec.hpp"
+#include "core/optimizer/optimizer_config.hpp"
+#include "core/plan/plan.hpp"
+#include "core/model/routing.hpp"
+#include "core/plan/step_units.hpp"
 #include "kernels/comm/world.hpp"
 #include "kernels/exec/buffers.hpp"
 #include "kernels/exec/compute.hpp"
@@ -69,7 +69,7 @@ class RankExecutor {
   // step number `adam_step`. With time_ops, every op gets a start and end event.
   RunTiming run(unsigned phases, long adam_step, bool time_ops = false);
   // The whole step as one run: the forward and backward ops in `schedule`'s order
-  // (core/step_units.hpp: this rank's schedule for this Plan) with `compute`'s work for its
+  // (core/plan/step_units.hpp: this rank's schedule for this Plan) with `compute`'s work for its
   // compute items on the compute stream, then the optimizer ops in list order. Timed compute
   // items appear in the spans with op -1 and their unit (OpSpan::standin_unit).
   RunTiming run_step(const StepSchedule& schedule, UnitCompute& compute, long adam_step, bool time_ops = false);

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "core/model_spec.hpp"
-#include "core/optimizer_config.hpp"
-#include "core/plan.hpp"
-#include "core/routing.hpp"
+#include "core/model/model_spec.hpp"
+#include "core/optimizer/optimizer_config.hpp"
+#include "core/plan/plan.hpp"
+#include "core/model/routing.hpp"
 #include "kernels/exec/launch.hpp"
 
 namespace dmuon::exec {

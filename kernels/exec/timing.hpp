@@ -2,7 +2,7 @@
 #pragma once
 #include <vector>
 
-#include "core/plan.hpp"
+#include "core/plan/plan.hpp"
 
 namespace dmuon::exec {
 

@@ -1,7 +1,7 @@
-// libFuzzer target: the calibration loader (core/calibration.hpp parse_calibration). Whatever
+// libFuzzer target: the calibration loader (core/cost/calibration.hpp parse_calibration). Whatever
 // it accepts must survive calibration_to_yaml -> parse_calibration unchanged, and a cost model
 // built from it must answer each measured call with its measured seconds.
-#include "core/calibration.hpp"
+#include "core/cost/calibration.hpp"
 #include "fuzz_common.hpp"
 
 namespace {

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/npy.hpp"
+#include "core/io/npy.hpp"
 #include "fuzz_common.hpp"
 #include "harness/verify/golden.hpp"
 

@@ -1,7 +1,7 @@
-// libFuzzer target: the model YAML loader (core/model_yaml.hpp parse_model) and the default
+// libFuzzer target: the model YAML loader (core/model/model_yaml.hpp parse_model) and the default
 // routing of what it accepts (every consumer routes the model next).
-#include "core/model_yaml.hpp"
-#include "core/routing.hpp"
+#include "core/model/model_yaml.hpp"
+#include "core/model/routing.hpp"
 #include "fuzz_common.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -1,8 +1,8 @@
-// libFuzzer target: the .npy reader (core/npy.hpp parse_npy). Whatever it accepts must survive
+// libFuzzer target: the .npy reader (core/io/npy.hpp parse_npy). Whatever it accepts must survive
 // format_npy -> parse_npy unchanged (same shape, same values, NaN for NaN).
 #include <cmath>
 
-#include "core/npy.hpp"
+#include "core/io/npy.hpp"
 #include "fuzz_common.hpp"
 
 namespace {

@@ -1,9 +1,9 @@
-// libFuzzer target: the scenario loader (core/scenario.hpp parse_scenario), then what every
+// libFuzzer target: the scenario loader (core/io/scenario.hpp parse_scenario), then what every
 // consumer does next: route the model and, for small problems, plan every listed strategy
 // (owners by the cost model, build, validate, annotate). The input is named as if it were a file
 // in scenarios/, so `model: models/x.yaml` resolves to the real model files.
-#include "core/scenario.hpp"
-#include "core/step_planner.hpp"
+#include "core/io/scenario.hpp"
+#include "core/plan/step_planner.hpp"
 #include "fuzz_common.hpp"
 
 namespace {

@@ -1,0 +1,39 @@
+// The distributed optimizer strategies of DESIGN.md, and what each one is (its traits), held
+// once: the planner, the Plan validator and the memory model ask the traits instead of
+// switching on names, so adding a strategy means a builder and a row of traits in core/.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dmuon {
+
+enum class Strategy { adamw, ddp_redundant, fsdp_gather, zero1_a2a, dedicated, owner_striped };
+
+std::string_view to_string(Strategy s);
+Strategy parse_strategy(std::string_view name, const std::string& what);
+std::vector<Strategy> all_strategies();
+
+// Which ranks run Newton-Schulz on a Muon matrix.
+enum class NsRanks {
+  none,               // adamw: no Muon
+  every_rank,         // ddp-redundant, fsdp-gather: every rank, every matrix
+  owner,              // dedicated, owner-striped: one global rank per matrix
+  owner_per_replica,  // zero1-a2a: one shard position per matrix, in every replica
+};
+
+struct StrategyTraits {
+  NsRanks ns_ranks = NsRanks::none;
+  // The owner keeps the whole matrix (parameter, gradient, momentum) between steps, and its
+  // owner units may pack a layer's small matrices (one coalesced broadcast per pack).
+  bool owner_keeps_matrix = false;
+  // The forward broadcast and backward reduce of a matrix are split over the node's GPUs and
+  // cross the network on every rail (core/plan/striped_collectives.hpp), not on the owner's alone.
+  bool rail_striped = false;
+
+  bool has_owners() const { return ns_ranks == NsRanks::owner || ns_ranks == NsRanks::owner_per_replica; }
+};
+
+StrategyTraits traits(Strategy s);
+
+}  // namespace dmuon
