@@ -60,31 +60,24 @@ class EdgeSet {
   std::map<std::tuple<int, int, int, int>, std::size_t> index_;
 };
 
-// NCCL picks one channel count per communicator. One with a single GPU on each of several
-// nodes sends every channel through that GPU's one NIC: NCCL finds one channel at the NIC's
-// speed and doubles it (2 on A100/HDR), so such a group gets nccl.channels_one_gpu_per_node.
-// The count matters for chains and trees: every channel pipelines its own chunks, so more
-// channels sharing one NIC make each chunk slower and the pipeline fill longer.
-// With `channels: auto` every group gets the count NCCL's search gives a communicator of its
-// shape (core/cost/nccl_channels.hpp), from the GPUs it has on its fullest node.
+// NCCL picks one channel count per communicator, from its shape (core/io/scenario.hpp
+// channels_for_group: the GPUs it has on its fullest node, one node or several). The count
+// matters for chains and trees: every channel pipelines its own chunks, so more channels sharing
+// one NIC make each chunk slower and the pipeline fill longer.
 int channels_of(const std::vector<std::vector<int>>& nodes, const NcclSpec& nccl) {
-  const bool one_gpu_per_node =
-      nodes.size() > 1 && std::all_of(nodes.begin(), nodes.end(), [](const auto& n) { return n.size() == 1; });
-  if (one_gpu_per_node && nccl.channels_one_gpu_per_node > 0) return static_cast<int>(nccl.channels_one_gpu_per_node);
-  if (nccl.channels > 0) return static_cast<int>(nccl.channels);
-  if (!nccl.links) throw Error("sim: cluster.nccl.channels is auto but the scenario reader left no links to derive it from");
   std::size_t per_node = 0;
   for (const auto& n : nodes) per_node = std::max(per_node, n.size());
-  // Asked once per collective: the count depends only on the shape (GPUs a node, one node or
-  // several) and the links, so it is derived once per shape.
+  const int nodes_in_group = nodes.size() > 1 ? 2 : 1;  // the count depends only on one node or several
+  if (nccl.channels > 0 || !nccl.links) return channels_for_group(nccl, static_cast<int>(per_node), nodes_in_group);
+  // Asked once per collective: a derived count depends only on the shape and the links, so the
+  // search runs once per shape.
   const NcclNodeLinks& l = *nccl.links;
   const auto key = std::make_tuple(l.compute_capability, l.nvlink_GBps, l.pcie_GBps, l.nic_GBps, l.nics_per_node,
-                                   per_node, nodes.size() > 1);
+                                   nccl.channels_one_gpu_per_node, per_node, nodes_in_group);
   thread_local std::map<decltype(key), int> derived;
   auto it = derived.find(key);
   if (it == derived.end()) {
-    const int nodes_in_group = nodes.size() > 1 ? 2 : 1;  // the count depends only on one node or several
-    it = derived.emplace(key, nccl_ring_channels(l, static_cast<int>(per_node), nodes_in_group).channels).first;
+    it = derived.emplace(key, channels_for_group(nccl, static_cast<int>(per_node), nodes_in_group)).first;
   }
   return it->second;
 }

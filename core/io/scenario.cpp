@@ -291,16 +291,19 @@ void set_path(YAML::Node node, const std::string& key, const std::string& value,
 
 }  // namespace
 
+int channels_for_group(const NcclSpec& n, int gpus_per_node, int nodes) {
+  if (gpus_per_node == 1 && nodes > 1 && n.channels_one_gpu_per_node > 0) return static_cast<int>(n.channels_one_gpu_per_node);
+  if (n.channels > 0) return static_cast<int>(n.channels);
+  if (!n.links) throw Error("cluster.nccl.channels: to be derived, but no links are known to derive them from");
+  return nccl_ring_channels(*n.links, gpus_per_node, nodes).channels;
+}
+
 std::string nccl_channels_summary(const ClusterSpec& c) {
   const NcclSpec& n = c.nccl;
   std::ostringstream out;
   out << "NCCL channels " << n.channels_source << ": ";
   const int g = static_cast<int>(c.gpus_per_node);
-  auto count = [&](int per_node, int nodes) {
-    if (per_node == 1 && nodes > 1 && n.channels_one_gpu_per_node > 0) return static_cast<int>(n.channels_one_gpu_per_node);
-    if (n.channels > 0) return static_cast<int>(n.channels);
-    return nccl_ring_channels(*n.links, per_node, nodes).channels;
-  };
+  auto count = [&](int per_node, int nodes) { return channels_for_group(n, per_node, nodes); };
   std::vector<std::string> parts;
   if (g > 1) parts.push_back(std::to_string(count(g, 1)) + " in a node");
   if (c.nodes > 1) {

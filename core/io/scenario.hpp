@@ -130,6 +130,12 @@ struct Scenario {
   std::string calibration_file;
 };
 
+// Channels of a communicator with `gpus_per_node` of its GPUs on each of `nodes` nodes, as the
+// scenario decided them: channels_one_gpu_per_node for one GPU a node on several nodes when
+// given, else `channels` when a number, else derived from `links` (core/cost/nccl_channels).
+// Throws dmuon::Error when channels are to be derived and no links are known.
+int channels_for_group(const NcclSpec& nccl, int gpus_per_node, int nodes);
+
 // "derived from the links (core/cost/nccl_channels): 16 inside a node, 16 across nodes, 2 with one
 // GPU per node" or how the scenario set or assumed them: the line the simulator's reports print.
 std::string nccl_channels_summary(const ClusterSpec& cluster);
