@@ -58,6 +58,14 @@ def rows_of(validation):
     return out
 
 
+def is_standin(path):
+    """A `dmuon-bench step --compute-standin` report times whole steps with stand-in GEMMs, a
+    quantity `dmuon-sim --validate` does not predict; it is left out of this comparison."""
+    with open(path) as f:
+        j = json.load(f)
+    return any(s.get("compute_standin") for s in j.get("strategies", []))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--sim", default="build/harness/dmuon-sim")
@@ -67,7 +75,8 @@ def main():
     a = p.parse_args()
     everything, md = [], []
     for machine, (calibration, calibration_scenario) in MACHINES.items():
-        files = sorted(glob.glob(f"reports/measured/{machine}/*.json"))
+        # Chrome traces sit beside the reports they belong to; they are not measurements to compare.
+        files = sorted(f for f in glob.glob(f"reports/measured/{machine}/*.json") if not f.endswith("-trace.json") and not is_standin(f))
         if not files:
             continue
         md += [f"### {machine} (calibration `{calibration}`, measured on `{calibration_scenario}`)", "",
@@ -75,8 +84,8 @@ def main():
                "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
         for f in files:
             name = os.path.basename(f)[:-5]
-            config = name.split("-", 1)[1]  # step-<scenario name> / compute-<scenario name>
-            scenario = f"scenarios/validation/{config}.yaml" if name.startswith("compute-") else None
+            config = name.split("-", 1)[1]  # step- / compute- / fsdp2-<scenario name>
+            scenario = f"scenarios/validation/{config}.yaml" if name.startswith(("compute-", "fsdp2-")) else None
             before = rows_of(run_validate(a.sim, f, scenario, None))
             after = rows_of(run_validate(a.sim, f, scenario, calibration))
             seen = config.startswith(CALIBRATION_MODEL + "-")
