@@ -30,6 +30,7 @@ is not applied. Progress goes to stderr (rank 0); rank 0 writes the JSON at the 
 """
 
 import argparse
+import gzip
 import json
 import os
 import statistics
@@ -60,6 +61,10 @@ def parse_args():
     p.add_argument("--device", default="cuda")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--iters", type=int, default=10)
+    p.add_argument("--profile", metavar="PREFIX",
+                   help="after the timed iterations, profile one more (torch.profiler, CPU + CUDA) and write "
+                        "PREFIX-trace.json.gz and PREFIX-summary.json (GPU busy/idle per stream, kernel time by "
+                        "kind: harness/tools/torch_trace_summary.py) on rank 0; the timed figures are unaffected")
     p.add_argument("--reshard-after-forward", choices=["true", "false"],
                    help="FSDP2 ZeRO-3 re-gather in backward; default: the scenario's "
                         "training.reshard_after_forward (false when absent, as dmuon's default)")
@@ -193,6 +198,41 @@ def run_iterations(torch, model, optimizer, spec, vocab, args, device):
     return times, losses
 
 
+def profile_one(torch, model, optimizer, spec, vocab, args, device):
+    """One extra iteration under torch.profiler; rank 0 writes its trace and where its time went."""
+    import torch_trace_summary  # harness/tools/, beside this script
+    from torch.profiler import ProfilerActivity, profile
+    b, s = spec["micro_batch"], spec["seq_len"]
+    ids = torch.randint(0, vocab, (b, s), device=device)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        loss = model(input_ids=ids, labels=ids, use_cache=False).loss
+        loss.backward()
+        if optimizer is not None:
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+        else:
+            model.zero_grad(set_to_none=True)
+        torch.cuda.synchronize()
+    if RANK != 0:
+        return
+    trace = args.profile + "-trace.json"
+    prof.export_chrome_trace(trace)
+    with open(trace) as f:
+        summary = torch_trace_summary.summarize(json.load(f))
+    with open(trace, "rb") as f, gzip.open(trace + ".gz", "wb") as g:
+        g.write(f.read())
+    os.remove(trace)
+    summary.update({"what": "one fsdp2_step.py iteration (forward, backward, optimizer) under torch.profiler",
+                    "model": spec["name"], "mode": args.mode, "trace": os.path.basename(trace) + ".gz"})
+    with open(args.profile + "-summary.json", "w") as f:
+        json.dump(summary, f, indent=1)
+        f.write("\n")
+    log(f"profiled iteration: window {summary['window_seconds'] * 1e3:.1f} ms, GPU busy "
+        f"{summary['gpu_busy_seconds'] * 1e3:.1f} ms, by kind (ms) "
+        + ", ".join(f"{k} {v * 1e3:.1f}" for k, v in summary["kernel_seconds_by_kind"].items()))
+
+
 def main():
     args = parse_args()
     try:
@@ -226,6 +266,8 @@ def main():
                          dtype=torch.float64, device=device)
     if dist is not None:
         dist.all_reduce(stats, op=dist.ReduceOp.MAX)  # slowest rank per iteration, largest peak
+    if args.profile:
+        profile_one(torch, model, optimizer, spec, config.vocab_size, args, device)
     slowest = stats[:-1].tolist()
     median = lambda k: statistics.median(row[k] for row in slowest)
     report = {
