@@ -150,6 +150,15 @@ int kernels_command(int argc, char** argv) {
   const Speedup same = speedup_vs_torch(b, "torch", false, 0);
   std::cout << "geomean speedup vs torch: dmuon preset " << all.geomean << " (" << all.shapes << " shapes), aspect>=4 "
             << gram.geomean << " (" << gram.shapes << "), torch preset " << same.geomean << "\n";
+  for (const auto& w : whole_model_vs_torch(b)) {
+    std::cout << "whole model " << w.model << " " << w.preset << ": " << w.matrices << " matrices, ours "
+              << w.seconds * 1e3 << " ms, torch " << w.torch_seconds * 1e3 << " ms";
+    if (w.complete()) {
+      std::cout << ", speedup " << w.speedup() << "\n";
+    } else {
+      std::cout << ", not claimed (" << w.missing.size() << " shapes without a timing)\n";
+    }
+  }
   for (const auto& r : b.rows) {
     std::cout << r.shape.label() << " " << r.preset << " b" << r.batch << " " << cuda::to_string(r.chosen) << " "
               << r.chosen_seconds * 1e3 << " ms " << r.useful_tflops << " TFLOP/s\n";

@@ -61,8 +61,24 @@ struct Target {
   bool known = false;
 };
 
+// Issue 16's whole-model goals, per model and preset.
+struct WholeModelGoal {
+  const char* model;
+  const char* preset;
+  double goal;
+};
+constexpr WholeModelGoal kWholeModelGoals[] = {
+    {"llama3-8b", "dmuon", 2.0}, {"llama3-8b", "torch", 1.6}, {"qwen2.5-3b", "dmuon", 2.2}, {"qwen2.5-3b", "torch", 1.7}};
+
 std::vector<Target> targets(const KernelBench& b) {
   std::vector<Target> t;
+  for (const auto& w : whole_model_vs_torch(b)) {
+    for (const auto& g : kWholeModelGoals) {
+      if (w.model != g.model || w.preset != g.preset) continue;
+      t.push_back({"whole-model NS speedup vs torch, " + w.model + ", " + w.preset + " preset", g.goal, w.speedup(),
+                   w.complete()});
+    }
+  }
   const Speedup all = speedup_vs_torch(b, "dmuon", false, 0);
   const Speedup gram = speedup_vs_torch(b, "dmuon", false, 4);
   t.push_back({"geomean speedup vs torch NS (model shapes, batch 1)", 1.5, all.geomean, all.shapes > 0});
@@ -120,6 +136,17 @@ TorchBaseline load_torch_baseline(const std::string& file) {
   }
 }
 
+std::vector<WholeModelSpeedup> whole_model_vs_torch(const KernelBench& b) {
+  if (!b.torch) return {};
+  std::vector<BenchShape> shapes;
+  std::vector<ShapeTime> times;
+  for (const auto& r : b.rows) {
+    merge_shapes(shapes, {r.shape});
+    times.push_back({r.shape.rows, r.shape.cols, r.preset, r.batch, per_matrix(r)});
+  }
+  return whole_model_speedups(shapes, times, b.torch->seconds);
+}
+
 Speedup speedup_vs_torch(const KernelBench& b, const std::string& preset, bool batched, double min_aspect) {
   double log_sum = 0;
   Speedup s;
@@ -152,6 +179,12 @@ void write_report_json(const KernelBench& b, const std::string& path) {
   for (const auto& x : targets(b)) {
     t.push_back({{"name", x.name}, {"target", x.goal}, {"measured", x.measured}, {"met", x.known && x.measured >= x.goal}});
   }
+  json whole = json::array();
+  for (const auto& w : whole_model_vs_torch(b)) {
+    whole.push_back({{"model", w.model}, {"preset", w.preset}, {"matrices", w.matrices}, {"seconds", w.seconds},
+                     {"torch_seconds", w.torch_seconds},
+                     {"speedup", w.complete() ? json(w.speedup()) : json(nullptr)}, {"missing_shapes", w.missing}});
+  }
   const NsBenchRow* big_std = find_row(b, 8192, 28672, "torch");
   const NsBenchRow* big_gram = find_row(b, 8192, 28672, "dmuon");
   json j{{"tool", "dmuon-bench kernels"},
@@ -167,6 +200,7 @@ void write_report_json(const KernelBench& b, const std::string& path) {
          {"useful_tflops_8192x28672_torch_preset", big_std ? big_std->useful_tflops : 0.0},
          {"useful_tflops_8192x28672_dmuon_preset", big_gram ? big_gram->useful_tflops : 0.0},
          {"targets", t},
+         {"whole_model_speedup_vs_torch", whole},
          {"elementwise_GBps",
           {{"momentum", b.elementwise.momentum_GBps.value_or(0)},
            {"muon_update", b.elementwise.update_GBps.value_or(0)},
@@ -180,6 +214,33 @@ void write_report_json(const KernelBench& b, const std::string& path) {
   out << j.dump(1) << "\n";
   if (!out) throw Error(path + ": cannot write the report");
 }
+
+namespace {
+
+std::string whole_model_markdown(const KernelBench& b) {
+  const auto whole = whole_model_vs_torch(b);
+  if (whole.empty()) return "";
+  std::ostringstream md;
+  md << "## Whole model\n\nEach model's Muon matrices, every shape at the model's batch (the largest batch timed "
+        "that does not exceed the model's count of it), summed, against torch's per-matrix time times the same "
+        "counts (`whole_model_speedup_vs_torch` in the JSON).\n\n"
+     << "| model | preset | matrices | ours ms | torch ms | speedup |\n| --- | --- | ---: | ---: | ---: | ---: |\n";
+  for (const auto& w : whole) {
+    md << "| " << w.model << " | " << w.preset << " | " << w.matrices << " | " << fmt(w.seconds * 1e3, 1) << " | "
+       << fmt(w.torch_seconds * 1e3, 1) << " | ";
+    if (w.complete()) {
+      md << fmt(w.speedup(), 2) << "x |\n";
+    } else {
+      std::string missing;
+      for (const auto& m : w.missing) missing += (missing.empty() ? "" : ", ") + m;
+      md << "not claimed: no timing for " << missing << " |\n";
+    }
+  }
+  md << "\n";
+  return md.str();
+}
+
+}  // namespace
 
 void write_report_markdown(const KernelBench& b, const std::string& path) {
   std::ostringstream md;
@@ -213,7 +274,7 @@ void write_report_markdown(const KernelBench& b, const std::string& path) {
   md << "\nOther summaries: same math as torch (`torch` preset), batch 1: " << fmt(same.geomean, 2) << "x over "
      << same.shapes << " shapes; at the model's batch (per matrix): dmuon " << fmt(batched.geomean, 2)
      << "x, torch preset " << fmt(same_batched.geomean, 2) << "x.\n\n"
-     << "## Per shape\n\n"
+     << whole_model_markdown(b) << "## Per shape\n\n"
      << "| shape | aspect | in model | preset | batch | chosen | ms (call) | ms/matrix | useful TFLOP/s | torch ms | "
         "speedup | variants (ms; rel diff vs standard) |\n"
      << "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";

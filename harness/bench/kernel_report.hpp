@@ -9,6 +9,7 @@
 
 #include "core/cost/calibration.hpp"
 #include "harness/bench/ns_timing.hpp"
+#include "harness/bench/whole_model.hpp"
 
 namespace dmuon::bench {
 
@@ -37,6 +38,10 @@ struct Speedup {
 // Over rows of `preset` at batch 1 (or at the model's batch, per matrix, when batched) whose
 // shape comes from a model file, with aspect >= min_aspect. Zero shapes when no torch baseline.
 Speedup speedup_vs_torch(const KernelBench& b, const std::string& preset, bool batched, double min_aspect);
+
+// Each model's whole Newton-Schulz time, ours against torch's (harness/bench/whole_model.hpp);
+// empty without a torch baseline.
+std::vector<WholeModelSpeedup> whole_model_vs_torch(const KernelBench& b);
 
 void write_report_json(const KernelBench& b, const std::string& path);
 void write_report_markdown(const KernelBench& b, const std::string& path);

@@ -20,11 +20,21 @@ void merge_shapes(std::vector<BenchShape>& into, const std::vector<BenchShape>& 
                            [&](const BenchShape& t) { return t.rows == s.rows && t.cols == s.cols; });
     if (it == into.end()) {
       into.push_back(s);
+      into.back().counts.resize(s.models.size(), s.count);  // a shape given without counts: its count each
       continue;
     }
+    it->counts.resize(it->models.size(), it->count);
     it->count = std::max(it->count, s.count);
-    for (const auto& m : s.models) {
-      if (std::find(it->models.begin(), it->models.end(), m) == it->models.end()) it->models.push_back(m);
+    for (std::size_t i = 0; i < s.models.size(); ++i) {
+      const int c = i < s.counts.size() ? s.counts[i] : s.count;
+      auto m = std::find(it->models.begin(), it->models.end(), s.models[i]);
+      if (m == it->models.end()) {
+        it->models.push_back(s.models[i]);
+        it->counts.push_back(c);
+      } else {
+        int& mine = it->counts[static_cast<std::size_t>(m - it->models.begin())];
+        mine = std::max(mine, c);
+      }
     }
   }
 }
@@ -39,9 +49,10 @@ std::vector<BenchShape> shapes_from_models(const std::vector<std::string>& model
       auto it = std::find_if(mine.begin(), mine.end(),
                              [&](const BenchShape& t) { return t.rows == m.rows && t.cols == m.cols; });
       if (it == mine.end()) {
-        mine.push_back({m.rows, m.cols, 1, {model.name}});
+        mine.push_back({m.rows, m.cols, 1, {model.name}, {1}});
       } else {
         ++it->count;
+        ++it->counts.front();
       }
     }
     merge_shapes(out, mine);
@@ -64,7 +75,7 @@ std::vector<BenchShape> parse_shape_list(const std::string& text) {
     if (is.fail() || x != 'x' || (colon != 0 && colon != ':') || r <= 0 || c <= 0 || count <= 0 || !is.eof()) {
       throw Error("--shapes: expected RxC or RxC:count, got '" + item + "'");
     }
-    merge_shapes(out, {{r, c, count, {"list"}}});
+    merge_shapes(out, {{r, c, count, {"list"}, {count}}});
   }
   if (out.empty()) throw Error("--shapes: no shape given");
   return out;

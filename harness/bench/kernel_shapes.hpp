@@ -10,6 +10,7 @@ struct BenchShape {
   long rows = 0, cols = 0;
   int count = 1;               // matrices of this shape in one step of the models that have it
   std::vector<std::string> models;  // which models have it ("list" for --shapes)
+  std::vector<int> counts;          // parallel to models: each one's count of the shape
   std::string label() const { return std::to_string(rows) + "x" + std::to_string(cols); }
   double aspect() const;       // max(rows, cols) / min(rows, cols)
 };

@@ -1,0 +1,41 @@
+// Issue 16's whole-model figure: the Newton-Schulz time of all of a model's Muon matrices, each
+// shape at the model's batch, against torch's per-matrix time for the same shapes. A geomean over
+// shapes weighs a 256x2048 projection like a 14336x4096 MLP matrix; this sum weighs each by what
+// it costs in the model's step, which is what the optimizer step sees.
+#pragma once
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "harness/bench/kernel_shapes.hpp"
+
+namespace dmuon::bench {
+
+// One timed call: `seconds_per_matrix` is the call's time divided by its batch.
+struct ShapeTime {
+  long rows = 0, cols = 0;
+  std::string preset;
+  int batch = 1;
+  double seconds_per_matrix = 0;
+};
+
+struct WholeModelSpeedup {
+  std::string model, preset;
+  int matrices = 0;             // Muon matrices of the model counted
+  double seconds = 0;           // ours: sum over shapes of count x per-matrix seconds
+  double torch_seconds = 0;     // torch: sum over shapes of count x torch's per-matrix seconds
+  std::vector<std::string> missing;  // shapes of the model without a timing or a torch time
+  bool complete() const { return missing.empty() && matrices > 0; }
+  double speedup() const { return seconds > 0 ? torch_seconds / seconds : 0; }
+};
+
+// Per model (the shapes' `models`, "list" excluded) and preset present in `times`: each shape
+// of the model priced at the largest batch timed that does not exceed the model's own count of
+// the shape (batch 1 at least). A model with a shape lacking a timing or torch's time is
+// reported with that shape in `missing` and no speedup claimed.
+std::vector<WholeModelSpeedup> whole_model_speedups(const std::vector<BenchShape>& shapes,
+                                                    const std::vector<ShapeTime>& times,
+                                                    const std::map<std::pair<long, long>, double>& torch_seconds);
+
+}  // namespace dmuon::bench

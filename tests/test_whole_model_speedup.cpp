@@ -1,0 +1,63 @@
+// dmuon-bench kernels' whole-model figure (harness/bench/whole_model): every Muon matrix of a
+// model counted once, each shape at the model's batch, summed against torch's per-matrix time;
+// per-model counts survive merging shapes of two models; a shape without a timing is named and
+// no speedup is claimed for that model.
+#include <cmath>
+
+#include "catch_compat.hpp"
+#include "harness/bench/kernel_shapes.hpp"
+#include "harness/bench/whole_model.hpp"
+
+using namespace dmuon::bench;
+
+TEST_CASE("per-model counts survive merging the shapes of two models") {
+  std::vector<BenchShape> shapes;
+  merge_shapes(shapes, {{4096, 4096, 64, {"big"}, {64}}, {1024, 4096, 64, {"big"}, {64}}});
+  merge_shapes(shapes, {{4096, 4096, 8, {"small"}, {8}}});
+  REQUIRE(shapes.size() == 2);
+  CHECK(shapes[0].count == 64);  // the largest count: what the bench batches
+  REQUIRE(shapes[0].models == std::vector<std::string>{"big", "small"});
+  CHECK(shapes[0].counts == std::vector<int>{64, 8});
+  // Real model files: Llama-3-8B has 224 Muon matrices in four shapes.
+  const auto llama = shapes_from_models({std::string(DMUON_SOURCE_DIR) + "/scenarios/models/llama3-8b.yaml"});
+  int total = 0;
+  for (const auto& s : llama) {
+    REQUIRE(s.counts.size() == 1);
+    CHECK(s.counts[0] == s.count);
+    total += s.counts[0];
+  }
+  CHECK(total == 224);
+}
+
+TEST_CASE("the whole-model sum prices each shape at the model's batch") {
+  std::vector<BenchShape> shapes;
+  merge_shapes(shapes, {{4096, 4096, 64, {"big"}, {64}}, {1024, 4096, 64, {"big"}, {64}}});
+  merge_shapes(shapes, {{4096, 4096, 8, {"small"}, {8}}});
+  const std::vector<ShapeTime> times = {
+      {4096, 4096, "dmuon", 1, 3.0e-3}, {4096, 4096, "dmuon", 4, 2.5e-3}, {4096, 4096, "dmuon", 16, 2.0e-3},
+      {1024, 4096, "dmuon", 1, 0.3e-3}, {1024, 4096, "dmuon", 16, 0.1e-3}};
+  const std::map<std::pair<long, long>, double> torch = {{{4096, 4096}, 4.0e-3}, {{1024, 4096}, 0.4e-3}};
+  const auto w = whole_model_speedups(shapes, times, torch);
+  REQUIRE(w.size() == 2);
+  CHECK(w[0].model == "big");
+  CHECK(w[0].complete());
+  CHECK(w[0].matrices == 128);
+  CHECK(w[0].seconds == Approx(64 * 2.0e-3 + 64 * 0.1e-3));  // batch 16 for both shapes
+  CHECK(w[0].torch_seconds == Approx(64 * 4.0e-3 + 64 * 0.4e-3));
+  CHECK(w[0].speedup() == Approx((64 * 4.4e-3) / (64 * 2.1e-3)));
+  // "small" has 8 of 4096x4096: batch 16 exceeds its count, so batch 4 prices it.
+  CHECK(w[1].model == "small");
+  CHECK(w[1].matrices == 8);
+  CHECK(w[1].seconds == Approx(8 * 2.5e-3));
+}
+
+TEST_CASE("a shape without torch's time or ours is named and no speedup is claimed") {
+  const std::vector<BenchShape> shapes = {{4096, 4096, 2, {"m"}, {2}}, {256, 2048, 3, {"m"}, {3}}};
+  const std::vector<ShapeTime> times = {{4096, 4096, "torch", 1, 3.0e-3}, {256, 2048, "torch", 1, 1.0e-4}};
+  const std::map<std::pair<long, long>, double> torch = {{{4096, 4096}, 4.0e-3}};
+  const auto w = whole_model_speedups(shapes, times, torch);
+  REQUIRE(w.size() == 1);
+  CHECK_FALSE(w[0].complete());
+  CHECK(w[0].missing == std::vector<std::string>{"256x2048"});
+  CHECK(w[0].matrices == 2);
+}
