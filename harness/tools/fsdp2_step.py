@@ -266,8 +266,13 @@ def main():
                          dtype=torch.float64, device=device)
     if dist is not None:
         dist.all_reduce(stats, op=dist.ReduceOp.MAX)  # slowest rank per iteration, largest peak
+    profile_error = None
     if args.profile:
-        profile_one(torch, model, optimizer, spec, config.vocab_size, args, device)
+        try:
+            profile_one(torch, model, optimizer, spec, config.vocab_size, args, device)
+        except Exception as e:  # the timed figures above stand; the failure is reported, exit 1
+            profile_error = f"{type(e).__name__}: {e}"
+            log(f"--profile failed: {profile_error}")
     slowest = stats[:-1].tolist()
     median = lambda k: statistics.median(row[k] for row in slowest)
     report = {
@@ -294,6 +299,8 @@ def main():
     if dist is not None:
         dist.barrier()
         dist.destroy_process_group()
+    if profile_error:
+        sys.exit(f"fsdp2_step.py: --profile failed (the timing JSON was written): {profile_error}")
 
 
 if __name__ == "__main__":
