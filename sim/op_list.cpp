@@ -57,7 +57,9 @@ std::vector<SimOp> merge_compute_runs(std::vector<SimOp> ops, bool host_issue) {
     }
     out.push_back(std::move(op));
   }
+  // A producer lies later in the list (an optimizer op): renumbered once every op has its index.
   for (auto& s : out) {
+    if (s.producer >= 0) s.producer = new_index[static_cast<std::size_t>(s.producer)];
     std::sort(s.deps.begin(), s.deps.end());
     s.deps.erase(std::unique(s.deps.begin(), s.deps.end()), s.deps.end());
   }

@@ -187,6 +187,43 @@ int RankBuilder::sharded_ns(int i, const NsTime& priced) {
   return index;
 }
 
+namespace {
+
+// Calls f(param) for every parameter the op touches (repeats included; no sorted copy: this
+// runs once per Plan op of every rank).
+template <class F>
+void for_each_param(const Op& op, const Routing& routing, F f) {
+  for (std::size_t m : op.matrices) f(routing.muon_matrices[m].param);
+  for (const Region& r : op.regions) f(r.param);
+  for (const Region& r : op.parts) f(r.param);
+  for (const Transfer& t : op.transfers) f(t.from.param), f(t.to.param);
+}
+
+}  // namespace
+
+// Steady state across steps: a forward collective of step t+1 reads parameters that this rank
+// updates (or that its owner sends) in step t's optimizer phase; it waits for the last
+// optimizer op of this rank touching any of them. On an owner that is the matrix's update; on
+// a rank that only receives, nothing of step t writes them and the collective waits for the
+// owner through the collective itself.
+void RankBuilder::set_producers() {
+  const auto& plan_ops = plan_.ranks[static_cast<std::size_t>(rank_)];
+  last_writer_.assign(units_.unit_of_param.size(), -1);
+  for (int i : optimizer_ops_) {
+    const Op& op = plan_ops[static_cast<std::size_t>(i)];
+    const int s = sim_of_[static_cast<std::size_t>(i)];
+    if (op.phase != Phase::optimizer || s < 0) continue;
+    for_each_param(op, routing_, [&](std::size_t p) { last_writer_[p] = std::max(last_writer_[p], s); });
+  }
+  for (std::size_t i = 0; i < plan_ops.size(); ++i) {
+    const Op& op = plan_ops[i];
+    const int s = sim_of_[i];
+    if (op.phase != Phase::forward || !is_collective(op.kind) || s < 0) continue;
+    int& producer = ops_[static_cast<std::size_t>(s)].producer;
+    for_each_param(op, routing_, [&](std::size_t p) { producer = std::max(producer, last_writer_[p]); });
+  }
+}
+
 // Forward: per unit its gathers (gated by the prefetch depth), then its compute. Backward, in
 // reverse: Z3 re-gathers, compute, then the unit's reductions.
 void RankBuilder::emit_forward_backward() {
@@ -281,6 +318,7 @@ std::vector<SimOp> RankBuilder::build(int rank, const std::vector<NsTime>& compu
     add_plan_deps(s, {i}, index);
     emit(std::move(s));
   }
+  if (!as_is_) set_producers();
   for (auto& s : ops_) {
     std::sort(s.deps.begin(), s.deps.end());
     s.deps.erase(std::unique(s.deps.begin(), s.deps.end()), s.deps.end());

@@ -38,6 +38,7 @@ class RankBuilder {
   int collective_op(int c, const std::vector<int>& members, std::vector<int> extra);
   int sharded_ns(int i, const NsTime& priced);
   void emit_forward_backward();
+  void set_producers();  // SimOp::producer of the rank's forward collectives
   int emit(SimOp op) {
     ops_.push_back(std::move(op));
     return static_cast<int>(ops_.size()) - 1;
@@ -59,6 +60,7 @@ class RankBuilder {
   std::vector<Entries> fwd_, bwd_;
   std::vector<int> optimizer_ops_;
   std::vector<int> sim_of_;
+  std::vector<int> last_writer_;  // set_producers' scratch: per parameter, a sim op index
   std::vector<std::pair<int, int>> op_unit_;  // classify's scratch: per plan op, unit_of and its latest_backward
   // What classify found for each rank in the collecting pass, moved back in the second: the
   // same result (merged_index only creates collectives on first sight), computed once.

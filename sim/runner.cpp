@@ -191,16 +191,24 @@ void Runner::check_finished() const {
   }
 }
 
+// The last simulated step, timed from the end of the step before it (the steady-state period;
+// 0 with one step): the latest end over ranks of each step's ops.
 SimOutcome Runner::outcome() const {
   SimOutcome o;
+  double origin = 0;
+  for (std::size_t r = 0; r < ranks_.size(); ++r) {
+    const std::size_t begin = r < prog_.last_step_begin.size() ? prog_.last_step_begin[r] : 0;
+    for (std::size_t i = 0; i < begin; ++i) origin = std::max(origin, ranks_[r].end[i]);
+  }
   double latest = -1;
   for (std::size_t r = 0; r < ranks_.size(); ++r) {
     double end = 0, busy = 0, opt = 0;
     std::map<std::string, double> by_source;
-    for (std::size_t i = 0; i < ranks_[r].end.size(); ++i) {
+    const std::size_t begin = r < prog_.last_step_begin.size() ? prog_.last_step_begin[r] : 0;
+    for (std::size_t i = begin; i < ranks_[r].end.size(); ++i) {
       const SimOp& op = prog_.ranks[r][i];
-      end = std::max(end, ranks_[r].end[i]);
-      if (op.phase != Phase::optimizer) o.grads_ready_s = std::max(o.grads_ready_s, ranks_[r].end[i]);
+      end = std::max(end, ranks_[r].end[i] - origin);
+      if (op.phase != Phase::optimizer) o.grads_ready_s = std::max(o.grads_ready_s, ranks_[r].end[i] - origin);
       // Waiting for the host: the calibration's executor_issue_us priced it.
       if (ranks_[r].host_wait[i] > 0) by_source["measured"] += ranks_[r].host_wait[i];
       if (op.collective >= 0) {
@@ -216,7 +224,7 @@ SimOutcome Runner::outcome() const {
     if (end > latest) latest = end, o.critical_compute_busy_s = busy, o.critical_seconds_by_source = std::move(by_source);
     o.step_s = std::max(o.step_s, end);
   }
-  for (std::size_t c = 0; c < colls_.size(); ++c) {
+  for (std::size_t c = prog_.last_step_collectives; c < colls_.size(); ++c) {
     const SimCollective& sc = prog_.collectives[c];
     CollectiveRecord rec;
     rec.kind = std::string(to_string(sc.call.kind));
@@ -227,8 +235,8 @@ SimOutcome Runner::outcome() const {
     rec.ranks = static_cast<int>(sc.call.members.size());
     rec.merged = sc.merged;
     rec.bytes = sc.call.bytes;
-    rec.start_s = colls_[c].start;
-    rec.end_s = colls_[c].end;
+    rec.start_s = colls_[c].start - origin;  // before 0: under the previous step's tail
+    rec.end_s = colls_[c].end - origin;
     o.collectives.push_back(rec);
   }
   return o;

@@ -26,6 +26,44 @@ std::string describe_shares(const std::map<std::string_view, double>& seconds_by
   return out.empty() ? "none" : out;
 }
 
+// Steps back to back: each rank's list and the collectives repeated, step k's copy of op i
+// depending on step k's copies of i's dependencies and, for a forward collective, on step
+// k-1's copy of its producer. Host issue times continue on the rank's one clock.
+void repeat_steps(StepProgram& prog, int steps) {
+  const std::size_t C = prog.collectives.size();
+  prog.steps = steps;
+  prog.last_step_collectives = C * static_cast<std::size_t>(steps - 1);
+  for (int k = 1; k < steps; ++k) {
+    for (std::size_t c = 0; c < C; ++c) {
+      SimCollective copy = prog.collectives[c];
+      copy.label += " (step " + std::to_string(k + 1) + ")";
+      prog.collectives.push_back(std::move(copy));
+    }
+  }
+  prog.last_step_begin.clear();
+  for (auto& ops : prog.ranks) {
+    const int n = static_cast<int>(ops.size());
+    long launches = 0;
+    for (const SimOp& op : ops) launches += op.launches;
+    // Host seconds one step's launches take on this rank (0 without the host issue model).
+    const double issued = prog.issue_s_per_launch ? *prog.issue_s_per_launch * double(launches) : 0;
+    ops.reserve(static_cast<std::size_t>(n) * static_cast<std::size_t>(steps));
+    for (int k = 1; k < steps; ++k) {
+      for (int i = 0; i < n; ++i) {
+        SimOp copy = ops[static_cast<std::size_t>(i)];
+        for (int& d : copy.deps) d += k * n;
+        if (copy.producer >= 0) copy.deps.push_back((k - 1) * n + copy.producer);
+        copy.producer = -1;
+        if (copy.collective >= 0) copy.collective += static_cast<int>(C) * k;
+        copy.issued_s += issued * k;
+        copy.issued_end_s += issued * k;
+        ops.push_back(std::move(copy));
+      }
+    }
+    prog.last_step_begin.push_back(static_cast<std::size_t>(n) * static_cast<std::size_t>(steps - 1));
+  }
+}
+
 }  // namespace
 
 StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const Routing& routing,
@@ -85,6 +123,9 @@ StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const R
     if (c.call.members.size() != 1) continue;
     c.local_seconds = cost.elementwise_seconds(2 * c.call.bytes) + (c.calls - 1) * cost.launch_overhead_s();
   }
+  const int steps = options.plan_as_is ? 1 : options.steps;
+  if (steps < 1) throw Error("sim: steps to simulate must be >= 1, got " + std::to_string(steps));
+  repeat_steps(prog, steps);
   return prog;
 }
 

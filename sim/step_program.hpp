@@ -14,10 +14,14 @@
 //   while a Plan lists one collective per parameter (or per owner);
 // - forward collectives of unit i wait for the forward compute of unit i-1-prefetch_layers
 //   (FSDP2 prefetches one block ahead), except those the Plan lets run ahead (Op::run_ahead:
-//   they start with the step, on their own stream); backward reductions of a unit wait for
-//   its backward. Run-ahead broadcasts stand for the previous step's post-step broadcast: the
-//   step is simulated as the steady-state period cut where this GPU's previous optimizer phase
-//   ended, which does not credit their overlap with the tail of that optimizer phase;
+//   no prefetch gate, on their own stream); backward reductions of a unit wait for its
+//   backward;
+// - steady state by simulating steps back to back (ProgramOptions::steps, the last reported):
+//   step t+1's forward collectives wait for step t's update of their parameters on their rank
+//   (SimOp::producer), so a run-ahead broadcast of step t+1 is step t's post-step broadcast,
+//   starting when its owner has updated that matrix and overlapping step t+1's forward, and an
+//   FSDP all-gather waits for its shard's update. One step (--validate: the benchmark's runs
+//   are separate) starts every collective with the step;
 // - with reshard_after_forward (Z3) the forward all-gathers/broadcasts run again before each
 //   backward unit.
 #pragma once
@@ -70,6 +74,9 @@ struct SimOp {
                             // forward/backward ops (plan_as_is: the benchmark's second run)
   double issued_s = 0;      // its first launch is enqueued this long after its clock's origin
   double issued_end_s = 0;  // and it cannot end earlier than this (its later launches)
+  // Forward collectives: the op of this rank's list whose instance in the PREVIOUS step must
+  // end first (the last optimizer op that touches its parameters); -1: none.
+  int producer = -1;
 };
 
 struct SimCollective {
@@ -92,6 +99,12 @@ struct SimCollective {
 struct StepProgram {
   std::vector<std::vector<SimOp>> ranks;
   std::vector<SimCollective> collectives;
+  // Steps simulated back to back: ranks[r] holds `steps` copies of one step's list, the last
+  // reported; last_step_begin[r] is the index of its first op in ranks[r], and collectives
+  // from last_step_collectives on are its launches.
+  int steps = 1;
+  std::vector<std::size_t> last_step_begin;
+  std::size_t last_step_collectives = 0;
   double fwd_bwd_compute_s = 0;  // per GPU (every GPU runs the same layers)
   std::string compute_source;    // how fwd/bwd was priced
   std::vector<std::pair<std::string, double>> compute_seconds_by_source;  // "measured", ... -> seconds
@@ -106,6 +119,8 @@ struct ProgramOptions {
   // The Plan exactly as the NCCL executor's benchmark runs it: one launch per Plan collective,
   // every collective on one communication stream, no forward/backward compute. For --validate.
   bool plan_as_is = false;
+  // Steps back to back, the last reported (Scenario::sim_steps); plan_as_is runs one.
+  int steps = 1;
 };
 
 // Host issue times of one rank's ops (before merge_compute_runs), from their `launches` in list

@@ -49,8 +49,10 @@ json run_here(const Scenario& scenario, Strategy strategy, const CostModel& cost
   auto* step = new StepPlan(plan_step(scenario.model, routing, scenario.optimizer, strategy, mesh, cost, plan_options));
   const MemoryBreakdown memory = memory_per_gpu(step->plan, scenario.model, routing, scenario.training);
   if (options.check_memory) check_fits(strategy, memory, scenario.cluster.gpu_memory_GiB);
+  ProgramOptions program_options = options.program;
+  program_options.steps = scenario.sim_steps;  // the benchmark's Plan as is (plan_as_is) runs one
   auto* program = new StepProgram(build_step_program(step->plan, scenario.model, routing, scenario.optimizer, cost,
-                                                     scenario.training, options.program));
+                                                     scenario.training, program_options));
   apply_measured_collectives(*program, cost, static_cast<int>(scenario.cluster.gpus_per_node));
   json j = {{"plan_wall_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()},
             {"memory", {memory.master_bytes, memory.grad_bytes, memory.state_bytes, memory.transient_bytes, memory.activation_bytes}},

@@ -196,12 +196,15 @@ SimMode parse_sim_mode(const std::string& text, const std::string& what) {
   throw Error(what + ": unknown simulation mode '" + text + "' (fast, flows)");
 }
 
-SimMode parse_simulation(const YamlValue& value) {
+void parse_simulation(const YamlValue& value, Scenario& s) {
   YamlMap m(value);
-  SimMode mode = SimMode::fast;
-  if (auto v = m.find("mode")) mode = parse_scalar(*v, parse_sim_mode);
+  if (auto v = m.find("mode")) s.sim_mode = parse_scalar(*v, parse_sim_mode);
+  if (auto v = m.find("steps")) {
+    const std::int64_t steps = v->as_positive_int();
+    if (steps > 8) throw Error("simulation.steps: " + std::to_string(steps) + " steps simulated back to back; at most 8");
+    s.sim_steps = static_cast<int>(steps);
+  }
   m.finish();
-  return mode;
 }
 
 PlannerSpec parse_planner(const YamlValue& value) {
@@ -260,7 +263,7 @@ Scenario parse_root(const YamlValue& root) {
   s.strategies = m.has("strategies") ? parse_strategies(m.get("strategies")) : all_strategies();
   if (auto v = m.find("cluster")) s.cluster = parse_cluster(*v);
   if (auto v = m.find("training")) s.training = parse_training(*v);
-  if (auto v = m.find("simulation")) s.sim_mode = parse_simulation(*v);
+  if (auto v = m.find("simulation")) parse_simulation(*v, s);
   if (auto v = m.find("planner")) s.planner = parse_planner(*v);
   s.calibration_file = s.cluster.calibration_file;
   if (auto v = m.find("calibration")) {  // the older spelling, before cluster.calibration

@@ -16,7 +16,7 @@
 //     calibration: calibration/h200.yaml   # measured on this machine (core/cost/calibration.hpp),
 //                                          # relative to this file; --calibration overrides it
 //   training:  {seq_len: 4096, micro_batch: 1, mfu: 0.4, peak_tflops: 312, ...}
-//   simulation: {mode: fast}
+//   simulation: {mode: fast, steps: 2}
 #pragma once
 #include <cstdint>
 #include <map>
@@ -124,6 +124,10 @@ struct Scenario {
   ClusterSpec cluster;
   TrainingSpec training;
   SimMode sim_mode = SimMode::fast;
+  // Steps simulated back to back (`simulation.steps`), the last one reported: step t's
+  // post-step broadcasts then overlap step t+1's forward as they do in steady state, each
+  // waiting for its own matrix's update in step t.
+  int sim_steps = 2;
   PlannerSpec planner;
   // The calibration the cost model reads: cluster.calibration, or the older top-level
   // `calibration:` (not both); empty = none.
