@@ -5,6 +5,7 @@
 #include <deque>
 #include <numeric>
 
+#include "core/cost/executor_memory.hpp"
 #include "core/error.hpp"
 #include "core/plan/step_planner.hpp"
 #include "sim/isolated_run.hpp"
@@ -59,6 +60,10 @@ json run_here(const Scenario& scenario, Strategy strategy, const CostModel& cost
             {"compute_source", program->compute_source},
             {"optimizer_source", program->optimizer_source + (program->launches_note.empty() ? "" : "; " + program->launches_note)},
             {"fwd_bwd_compute_s", program->fwd_bwd_compute_s}};
+  if (options.executor_memory) {
+    const MemoryBreakdown e = executor_memory_per_gpu(step->plan, scenario.model, routing);
+    j["executor_memory"] = {e.master_bytes, e.grad_bytes, e.state_bytes, e.transient_bytes, e.activation_bytes};
+  }
   if (step->assignment) j["assignment_imbalance"] = step->assignment->imbalance();
   if (!step->note.empty()) j["plan_note"] = step->note;
   j["outcome"] = outcome_to_json(simulate_in_process(*program, scenario.cluster, options.sim));
@@ -70,6 +75,10 @@ StrategyResult result_from(const json& j, Strategy strategy) {
   r.strategy = strategy;
   const auto mem = j.at("memory").get<std::vector<double>>();
   r.memory = {mem.at(0), mem.at(1), mem.at(2), mem.at(3), mem.at(4)};
+  if (j.contains("executor_memory")) {
+    const auto e = j.at("executor_memory").get<std::vector<double>>();
+    r.executor_memory = {e.at(0), e.at(1), e.at(2), e.at(3), e.at(4)};
+  }
   if (j.contains("assignment_imbalance")) r.assignment_imbalance = j.at("assignment_imbalance").get<double>();
   r.plan_wall_s = j.at("plan_wall_s");
   r.compute_source = j.at("compute_source");

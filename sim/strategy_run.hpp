@@ -18,6 +18,9 @@ namespace dmuon::sim {
 struct StrategyResult {
   Strategy strategy = Strategy::adamw;
   MemoryBreakdown memory;
+  // What the NCCL executor would allocate for the Plan (core/cost/executor_memory.hpp); only
+  // with RunOptions::executor_memory, else zero.
+  MemoryBreakdown executor_memory;
   double fwd_bwd_compute_s = 0;  // pure forward+backward compute per GPU
   double fwd_bwd_s = 0;          // until every gradient is reduced (collectives included)
   double exposed_comm_s = 0;     // step - compute-stream busy time, on the GPU that ends last
@@ -39,6 +42,7 @@ struct RunOptions {
   SimOptions sim;
   ProgramOptions program;
   bool check_memory = true;
+  bool executor_memory = false;  // also price the executor's buffers (--validate on a step report)
   // Host memory the simulations may hold at once (sim/memory_estimate.hpp); 0: no limit. A
   // strategy whose estimate exceeds it is refused before it starts; run_strategies runs fewer
   // at a time while the estimates of those running together would exceed it.

@@ -1,11 +1,17 @@
 // dmuon-sim's command line: the table, the JSON and CSV files, a sweep, --validate on a report
-// in dmuon-bench step's format, and one-line errors with exit code 2.
+// in dmuon-bench step's format (times and the executor's memory), and one-line errors with
+// exit code 2.
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
 #include "catch_compat.hpp"
+#include "core/cost/device_profile.hpp"
+#include "core/cost/executor_memory.hpp"
+#include "core/io/scenario.hpp"
+#include "core/plan/step_planner.hpp"
 #include "run_command.hpp"
 #include "test_temp_dir.hpp"
 
@@ -68,13 +74,70 @@ TEST_CASE("--validate compares with a dmuon-bench step report", "[sim][cli]") {
   CHECK(doc.at("max_abs_rel_error").get<double>() >= 0);
 }
 
+TEST_CASE("--validate compares the executor's allocation with the executor layout of the Plan", "[sim][cli][memory]") {
+  // Qwen2-0.5B on 2 GPUs. adamw's and ddp-redundant's Plans do not depend on the cost model,
+  // so the test can plan them itself; dedicated has no per-rank allocation: no memory row.
+  const std::string fixture = std::string(DMUON_TEST_DATA) + "/fsdp2-fixture-2xh200.yaml";
+  const std::string measured = kTmp + "step-memory.json";
+  std::ofstream(measured) << R"({"machine": "test", "scenario": ")" << fixture << R"(", "strategies": [
+      {"strategy": "adamw", "optimizer_step_seconds_median": 0.005, "fwd_bwd_comm_seconds_median": 0.004,
+       "ranks": [{"rank": 0, "allocated_bytes": 1e9}, {"rank": 1, "allocated_bytes": 3e9}]},
+      {"strategy": "dedicated", "optimizer_step_seconds_median": 0.02},
+      {"strategy": "ddp-redundant", "optimizer_step_seconds_median": 0.03,
+       "ranks": [{"rank": 0, "allocated_bytes": 8e9}, {"rank": 1, "allocated_bytes": 7e9}]}]})";
+  const auto o = run("--validate " + measured + " --json " + kTmp + "vm.json");
+  REQUIRE(o.exit_code == 0);
+  CHECK(o.output.find("executor allocated (no act)") != std::string::npos);
+  CHECK(o.output.find("max_abs_rel_error_memory") != std::string::npos);
+  std::ifstream j(kTmp + "vm.json");
+  const auto doc = nlohmann::json::parse(j);
+  const auto& rows = doc.at("rows");
+  REQUIRE(rows.size() == 6);
+  // The time rows first, in the report's order, then one memory row per strategy with ranks.
+  const char* quantities[] = {"optimizer step", "fwd/bwd collectives", "optimizer step", "optimizer step",
+                              "executor allocated (no act)", "executor allocated (no act)"};
+  const char* strategies[] = {"adamw", "adamw", "dedicated", "ddp-redundant", "adamw", "ddp-redundant"};
+  double time_error = 0, memory_error = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    CHECK(rows.at(i).at("quantity") == quantities[i]);
+    CHECK(rows.at(i).at("strategy") == strategies[i]);
+    CHECK(rows.at(i).at("unit") == (i < 4 ? "s" : "bytes"));
+    double& e = i < 4 ? time_error : memory_error;
+    e = std::max(e, std::abs(rows.at(i).at("rel_error").get<double>()));
+  }
+  CHECK(doc.at("max_abs_rel_error").get<double>() == Approx(time_error));
+  CHECK(doc.at("max_abs_rel_error_memory").get<double>() == Approx(memory_error));
+
+  // Predicted: the executor layout of the same Plan, recomputed here; measured: the largest rank.
+  const dmuon::Scenario sc = dmuon::load_scenario(fixture);
+  const dmuon::Routing routing = dmuon::route_parameters(sc.model, sc.routing);
+  const dmuon::CostModel cost(dmuon::device_profile(sc.cluster.gpu));
+  const double total = double(routing.muon_numel + routing.adamw_numel);
+  struct Expect {
+    dmuon::Strategy strategy;
+    std::size_t row;
+    double measured, bytes_per_element;  // hand count: adamw 2+2+(4+8)/2, ddp-redundant 2+2+4+4+4
+  };
+  for (const Expect& e : {Expect{dmuon::Strategy::adamw, 4, 3e9, 10}, Expect{dmuon::Strategy::ddp_redundant, 5, 8e9, 16}}) {
+    const dmuon::StepPlan sp = dmuon::plan_step(sc.model, routing, sc.optimizer, e.strategy, dmuon::mesh_for_cluster(sc.cluster), cost);
+    const double predicted = dmuon::executor_memory_per_gpu(sp.plan, sc.model, routing).total_bytes();
+    const auto& row = rows.at(e.row);
+    CHECK(row.at("measured").get<double>() == e.measured);
+    CHECK(row.at("predicted").get<double>() == Approx(predicted).epsilon(1e-12));
+    CHECK(row.at("predicted_GiB").get<double>() == Approx(predicted / (1024.0 * 1024 * 1024)).epsilon(1e-12));
+    // Padding to 256 bytes adds well under 0.1% on a 0.5B model.
+    CHECK(predicted == Approx(e.bytes_per_element * total).epsilon(1e-3));
+    CHECK(row.at("predicted_breakdown").get<std::string>().find("training layout without activations") != std::string::npos);
+  }
+}
+
 TEST_CASE("--validate compares with an fsdp2_step.py report (fwd+bwd and peak memory)", "[sim][cli]") {
   const std::string data = std::string(DMUON_TEST_DATA) + "/";
   const std::string scenario = " --scenario " + data + "fsdp2-fixture-2xh200.yaml";
   auto o = run("--validate " + data + "fsdp2-step-fixture.json" + scenario + " --json " + kTmp + "fsdp2-v.json");
   REQUIRE(o.exit_code == 0);
   CHECK(o.output.find("fwd+bwd (FSDP2 + AdamW)") != std::string::npos);
-  CHECK(o.output.find("peak memory per GPU") != std::string::npos);
+  CHECK(o.output.find("peak allocated (with act.)") != std::string::npos);
   CHECK(o.output.find("GiB") != std::string::npos);
   std::ifstream j(kTmp + "fsdp2-v.json");
   const auto doc = nlohmann::json::parse(j);
@@ -83,6 +146,10 @@ TEST_CASE("--validate compares with an fsdp2_step.py report (fwd+bwd and peak me
   CHECK(doc.at("rows").at(0).at("predicted").get<double>() > 0);
   CHECK(doc.at("rows").at(1).at("unit") == "bytes");
   CHECK(doc.at("rows").at(1).at("measured").get<double>() == 2e10);
+  CHECK(doc.at("rows").at(1).at("measured_GiB").get<double>() == Approx(2e10 / (1024.0 * 1024 * 1024)));
+  // max_abs_rel_error is the time rows' alone; the memory row has its own.
+  CHECK(doc.at("max_abs_rel_error").get<double>() == Approx(std::abs(doc.at("rows").at(0).at("rel_error").get<double>())));
+  CHECK(doc.at("max_abs_rel_error_memory").get<double>() == Approx(std::abs(doc.at("rows").at(1).at("rel_error").get<double>())));
 
   auto report = [&](const std::string& name, const std::string& fields) {
     std::ofstream(kTmp + name) << R"({"tool": "fsdp2_step.py", "world": 2, "micro_batch": 2, "seq_len": 2048, )" << fields << "}";

@@ -9,6 +9,8 @@
 // parameters it updates with Muon, whether its forward all-gathers parameter shards (FSDP2) or
 // finds them on every rank (DDP), whether owners keep whole matrices (traits) and which rank
 // owns each (Plan::matrix_owner), and whether run-ahead broadcasts leave every GPU a replica.
+// This is the training layout; what the NCCL executor allocates for the same Plan (whole bf16
+// param and grad buffers, persistent NS buffers, no activations) is core/cost/executor_memory.hpp.
 #pragma once
 #include <string>
 

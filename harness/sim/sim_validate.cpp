@@ -1,6 +1,8 @@
 #include "harness/sim/sim_validate.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <fstream>
 #include <iomanip>
@@ -8,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/cost/memory_model.hpp"
 #include "core/error.hpp"
 #include "core/io/file_read.hpp"
 #include "core/io/provenance.hpp"
@@ -50,6 +53,19 @@ std::string string_field(const nlohmann::json& j, const std::string& key, const 
   return j.at(key).get<std::string>();
 }
 
+// The largest "allocated_bytes" over a strategy's "ranks" (0 when the report has none: older
+// reports, or a run that did not record it).
+double most_allocated(const nlohmann::json& s, const std::string& where) {
+  if (!s.contains("ranks") || !s.at("ranks").is_array()) return 0;
+  double most = 0;
+  int k = 0;
+  for (const auto& rank : s.at("ranks")) {
+    const std::string at = where + ".ranks[" + std::to_string(k++) + "]";
+    if (rank.contains("allocated_bytes")) most = std::max(most, positive_number(rank, "allocated_bytes", at));
+  }
+  return most;
+}
+
 // A report of harness/tools/fsdp2_step.py against `scenario_file` (see sim_validate.hpp).
 Validation validate_fsdp2(const nlohmann::json& j, const std::string& measured_file, const std::string& scenario_file,
                           const std::string& calibration, SimMode mode) {
@@ -88,10 +104,11 @@ Validation validate_fsdp2(const nlohmann::json& j, const std::string& measured_f
   const sim::StrategyResult r = sim::run_strategy(scenario, Strategy::adamw, cost, options);
   const std::string name(to_string(Strategy::adamw));
   if (fsdp2) {
-    v.rows.push_back({name, "fwd+bwd (FSDP2 + AdamW)", r.fwd_bwd_s, fwd_bwd, "s"});
-    v.rows.push_back({name, "peak memory per GPU", r.memory.total_bytes(), peak, "bytes"});
+    v.rows.push_back({name, "fwd+bwd (FSDP2 + AdamW)", r.fwd_bwd_s, fwd_bwd, "s", ""});
+    v.rows.push_back({name, "peak allocated (with act.)", r.memory.total_bytes(), peak, "bytes",
+                      "memory_per_gpu: " + describe(r.memory)});
   } else {
-    v.rows.push_back({name, "fwd+bwd compute (no FSDP)", r.fwd_bwd_compute_s, fwd_bwd, "s"});
+    v.rows.push_back({name, "fwd+bwd compute (no FSDP)", r.fwd_bwd_compute_s, fwd_bwd, "s", ""});
   }
   return v;
 }
@@ -100,7 +117,17 @@ Validation validate_fsdp2(const nlohmann::json& j, const std::string& measured_f
 
 double Validation::max_abs_rel_error() const {
   double m = 0;
-  for (const auto& r : rows) m = std::max(m, std::abs(r.rel_error()));
+  for (const auto& r : rows) {
+    if (!r.is_memory()) m = std::max(m, std::abs(r.rel_error()));
+  }
+  return m;
+}
+
+double Validation::max_abs_rel_error_memory() const {
+  double m = 0;
+  for (const auto& r : rows) {
+    if (r.is_memory()) m = std::max(m, std::abs(r.rel_error()));
+  }
   return m;
 }
 
@@ -128,7 +155,9 @@ Validation validate(const std::string& measured_file, const std::string& scenari
   sim::RunOptions options;
   options.sim.mode = mode;
   options.program.plan_as_is = true;
-  options.check_memory = false;  // the benchmark ran it: memory is not the question here
+  options.check_memory = false;  // the benchmark ran it: memory is compared, not checked
+  options.executor_memory = true;
+  std::vector<ValidationRow> memory_rows;  // after every time row: the time rows keep their order
   int index = 0;
   for (const auto& s : j.at("strategies")) {
     const std::string where = measured_file + ": strategies[" + std::to_string(index++) + "]";
@@ -138,9 +167,20 @@ Validation validate(const std::string& measured_file, const std::string& scenari
     const double comm = s.contains("fwd_bwd_comm_seconds_median") ? positive_number(s, "fwd_bwd_comm_seconds_median", where) : 0;
     const sim::StrategyResult r = sim::run_strategy(scenario, strategy, cost, options);
     const std::string name(to_string(strategy));
-    if (opt > 0) v.rows.push_back({name, "optimizer step", r.optimizer_s, opt, "s"});
-    if (comm > 0) v.rows.push_back({name, "fwd/bwd collectives", r.fwd_bwd_s, comm, "s"});
+    if (opt > 0) v.rows.push_back({name, "optimizer step", r.optimizer_s, opt, "s", ""});
+    if (comm > 0) v.rows.push_back({name, "fwd/bwd collectives", r.fwd_bwd_s, comm, "s", ""});
+    const double allocated = most_allocated(s, where);
+    if (allocated > 0) {
+      MemoryBreakdown training = r.memory;
+      training.activation_bytes = 0;  // the executor runs no model compute
+      char training_GiB[64];
+      std::snprintf(training_GiB, sizeof training_GiB, "%.2f GiB", training.total_GiB());
+      memory_rows.push_back({name, "executor allocated (no act)", r.executor_memory.total_bytes(), allocated, "bytes",
+                             "executor layout (transient = bf16 param copy + NS buffers): " + describe(r.executor_memory) +
+                                 "; training layout without activations: " + training_GiB});
+    }
   }
+  v.rows.insert(v.rows.end(), memory_rows.begin(), memory_rows.end());
   if (v.rows.empty()) throw Error(measured_file + ": no strategy has a measured time > 0");
   return v;
 }
@@ -148,7 +188,7 @@ Validation validate(const std::string& measured_file, const std::string& scenari
 void print_validation(std::ostream& out, const Validation& v) {
   out << "dmuon-sim --validate " << v.measured_file << " (machine " << v.machine << ", scenario " << v.scenario_file
       << ", mode " << v.mode << ")\n";
-  out << std::left << std::setw(15) << "strategy" << std::setw(27) << "quantity" << std::right << std::setw(12)
+  out << std::left << std::setw(15) << "strategy" << std::setw(29) << "quantity" << std::right << std::setw(12)
       << "predicted" << std::setw(12) << "measured" << std::setw(6) << "unit" << std::setw(10) << "error" << "\n";
   for (const auto& r : v.rows) {
     // Seconds print as ms, bytes as GiB: the figures a reader compares.
@@ -156,22 +196,31 @@ void print_validation(std::ostream& out, const Validation& v) {
     const double scale = bytes ? 1.0 / (1 << 30) : 1e3;
     std::ostringstream e;
     e << std::showpos << std::fixed << std::setprecision(1) << r.rel_error() * 100 << "%";
-    out << std::left << std::setw(15) << r.strategy << std::setw(27) << r.quantity << std::right << std::fixed
+    out << std::left << std::setw(15) << r.strategy << std::setw(29) << r.quantity << std::right << std::fixed
         << std::setprecision(3) << std::setw(12) << r.predicted * scale << std::setw(12) << r.measured * scale
         << std::setw(6) << (bytes ? "GiB" : "ms") << std::setw(10) << e.str() << "\n";
   }
-  out << "max_abs_rel_error " << std::fixed << std::setprecision(4) << v.max_abs_rel_error() << "\n";
+  for (const auto& r : v.rows) {
+    if (!r.note.empty()) out << "  " << r.strategy << " " << r.quantity << " predicted: " << r.note << "\n";
+  }
+  out << "max_abs_rel_error " << std::fixed << std::setprecision(4) << v.max_abs_rel_error() << " (time rows)\n";
+  if (std::any_of(v.rows.begin(), v.rows.end(), [](const ValidationRow& r) { return r.is_memory(); })) {
+    out << "max_abs_rel_error_memory " << std::fixed << std::setprecision(4) << v.max_abs_rel_error_memory() << "\n";
+  }
 }
 
 void write_validation_json(const std::string& file, const Validation& v, const std::string& command) {
   nlohmann::json j = provenance_json(command, utc_now());
   j.update({{"measured_file", v.measured_file}, {"machine", v.machine}, {"scenario", v.scenario_file},
-            {"mode", v.mode}, {"max_abs_rel_error", v.max_abs_rel_error()}});
+            {"mode", v.mode}, {"max_abs_rel_error", v.max_abs_rel_error()},
+            {"max_abs_rel_error_memory", v.max_abs_rel_error_memory()}});
   j["rows"] = nlohmann::json::array();
   for (const auto& r : v.rows) {
     nlohmann::json row = {{"strategy", r.strategy}, {"quantity", r.quantity}, {"unit", r.unit},
                           {"predicted", r.predicted}, {"measured", r.measured}, {"rel_error", r.rel_error()}};
     if (r.unit == "s") row.update({{"predicted_seconds", r.predicted}, {"measured_seconds", r.measured}});
+    if (r.is_memory()) row.update({{"predicted_GiB", r.predicted / kGiB}, {"measured_GiB", r.measured / kGiB}});
+    if (!r.note.empty()) row["predicted_breakdown"] = r.note;
     j["rows"].push_back(std::move(row));
   }
   std::ofstream out(file);

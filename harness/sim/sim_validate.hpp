@@ -21,6 +21,17 @@
 // with the simulated time until gradients are reduced, and peak memory (the simulator's memory
 // model, bytes) with peak_allocated_bytes; compute-only mode "fwd+bwd compute (no FSDP)" with
 // the pure forward+backward compute.
+//
+// Memory rows (unit "bytes" in --json, as before, with predicted_GiB / measured_GiB beside;
+// printed in GiB) follow the time rows and are kept out of max_abs_rel_error, which stays the
+// time figure (max_abs_rel_error_memory is theirs):
+//   - step report, per strategy with a per-rank "allocated_bytes": "executor allocated (no act)",
+//     the largest rank's executor buffers (kernels/exec/buffers.cpp, all it counts) against
+//     core/cost/executor_memory.hpp's layout of the same Plan. The training layout of
+//     memory_per_gpu without activations is printed beside it as a note, not compared: the
+//     executor keeps whole bf16 param/grad buffers and persistent NS buffers, training does not.
+//   - fsdp2 report: "peak allocated (with act.)", torch.cuda.max_memory_allocated against
+//     memory_per_gpu's total for adamw (master + grads + state + transient + activations).
 #pragma once
 #include <iosfwd>
 #include <string>
@@ -34,13 +45,16 @@ struct ValidationRow {
   std::string strategy, quantity;
   double predicted = 0, measured = 0;
   std::string unit = "s";  // "s" or "bytes"
+  std::string note;        // memory rows: the predicted breakdown (printed under the table)
   double rel_error() const { return predicted / measured - 1; }
+  bool is_memory() const { return unit == "bytes"; }
 };
 
 struct Validation {
   std::string measured_file, machine, scenario_file, mode;
   std::vector<ValidationRow> rows;
-  double max_abs_rel_error() const;
+  double max_abs_rel_error() const;         // time rows
+  double max_abs_rel_error_memory() const;  // memory rows (0 when none)
 };
 
 // `scenario_file` overrides the report's "scenario"; `calibration` is passed to the cost

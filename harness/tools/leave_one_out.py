@@ -8,6 +8,11 @@ roofline and flat MFU the simulator used before), and writes
   - a JSON with every row (predicted/measured, both ways, and whether the configuration's model
     was the calibration's),
   - a Markdown table per machine, for reports/sim-validation.md,
+  - the memory rows of --validate (unit "bytes": executor buffers against the executor layout
+    of core/cost/executor_memory.hpp, fsdp2 peak against memory_per_gpu) in their own JSON list
+    and Markdown table, from the run planned as the benchmark was (calibrated when its command
+    names --calibration: owners follow the cost model); not counted in the time rows'
+    within-10% figures,
   - with --parity PREFIX, PREFIX-calibrated.json and PREFIX-datasheet.json: the rows of models
     outside the calibration in `dmuon-sim --validate --json`'s row format, for
     `harness/tools/plot.py parity`.
@@ -66,6 +71,12 @@ def is_standin(path):
     return any(s.get("compute_standin") for s in j.get("strategies", []))
 
 
+def memory_rows_of(validation):
+    """The memory rows (unit "bytes") of one --validate JSON: strategy, quantity, bytes."""
+    return [(r["strategy"], r["quantity"], r["predicted"], r["measured"])
+            for r in validation["rows"] if r.get("unit", "s") == "bytes"]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--sim", default="build/harness/dmuon-sim")
@@ -73,10 +84,11 @@ def main():
     p.add_argument("--markdown", required=True)
     p.add_argument("--parity", help="also write PREFIX-calibrated.json and PREFIX-datasheet.json")
     a = p.parse_args()
-    everything, md = [], []
+    everything, md, memory, memory_md = [], [], [], []
     for machine, (calibration, calibration_scenario) in MACHINES.items():
         # Chrome traces sit beside the reports they belong to; they are not measurements to compare.
-        files = sorted(f for f in glob.glob(f"reports/measured/{machine}/*.json") if not f.endswith("-trace.json") and not is_standin(f))
+        files = sorted(f for f in glob.glob(f"reports/measured/{machine}/*.json")
+                       if not f.endswith("-trace.json") and not is_standin(f))
         if not files:
             continue
         md += [f"### {machine} (calibration `{calibration}`, measured on `{calibration_scenario}`)", "",
@@ -86,8 +98,17 @@ def main():
             name = os.path.basename(f)[:-5]
             config = name.split("-", 1)[1]  # step- / compute- / fsdp2-<scenario name>
             scenario = f"scenarios/validation/{config}.yaml" if name.startswith(("compute-", "fsdp2-")) else None
-            before = rows_of(run_validate(a.sim, f, scenario, None))
-            after = rows_of(run_validate(a.sim, f, scenario, calibration))
+            datasheet = run_validate(a.sim, f, scenario, None)
+            calibrated = run_validate(a.sim, f, scenario, calibration)
+            before, after = rows_of(datasheet), rows_of(calibrated)
+            # The executor's buffers follow the Plan, and owner assignment follows the cost model:
+            # compare with the Plan of the cost model the benchmark planned with (its command).
+            with open(f) as report:
+                bench_calibrated = "--calibration" in json.load(report).get("command", "")
+            for s, q, pb, mb in memory_rows_of(calibrated if bench_calibrated else datasheet):
+                memory.append({"machine": machine, "configuration": config, "measured_file": f, "strategy": s,
+                               "quantity": q, "measured_bytes": mb, "predicted_bytes": pb, "error": pb / mb - 1,
+                               "planned_with": calibration if bench_calibrated else "datasheet"})
             seen = config.startswith(CALIBRATION_MODEL + "-")
             for (s, q, pb, m), (_, _, pa, _) in zip(before, after):
                 eb, ea = pb / m - 1, pa / m - 1
@@ -98,6 +119,14 @@ def main():
                 md.append(f"| {config} | {s} | {q} | {m * 1e3:.2f} | {pb * 1e3:.2f} | {eb * 100:+.1f}% | "
                           f"{pa * 1e3:.2f} | {ea * 100:+.1f}% | {'yes' if seen else 'no'} |")
         md.append("")
+    if memory:
+        memory_md += ["### Memory per GPU (Plans of the cost model each benchmark planned with)", "",
+                      "| machine | configuration | strategy | quantity | measured GiB | predicted GiB | error |",
+                      "| --- | --- | --- | --- | ---: | ---: | ---: |"]
+        memory_md += [f"| {r['machine']} | {r['configuration']} | {r['strategy']} | {r['quantity']} | "
+                      f"{r['measured_bytes'] / 2**30:.2f} | {r['predicted_bytes'] / 2**30:.2f} | {r['error'] * 100:+.1f}% |"
+                      for r in memory]
+        memory_md.append("")
     unseen = [r for r in everything if not r["model_in_calibration"]]
     summary = {
         "rows": len(everything),
@@ -106,12 +135,16 @@ def main():
         "unseen_within_10pct_datasheet": sum(abs(r["datasheet_error"]) <= 0.10 for r in unseen),
         "unseen_max_abs_error_calibrated": max((abs(r["calibrated_error"]) for r in unseen), default=0),
         "unseen_max_abs_error_datasheet": max((abs(r["datasheet_error"]) for r in unseen), default=0),
+        "memory_rows": len(memory),
+        "memory_within_10pct": sum(abs(r["error"]) <= 0.10 for r in memory),
+        "memory_max_abs_error": max((abs(r["error"]) for r in memory), default=0),
     }
     with open(a.json, "w") as f:
-        json.dump({"tool": "harness/tools/leave_one_out.py", "summary": summary, "rows": everything}, f, indent=1)
+        json.dump({"tool": "harness/tools/leave_one_out.py", "summary": summary, "rows": everything,
+                   "memory_rows": memory}, f, indent=1)
         f.write("\n")
     with open(a.markdown, "w") as f:
-        f.write("\n".join(md) + "\n")
+        f.write("\n".join(md + memory_md) + "\n")
     if a.parity:
         for way in ("calibrated", "datasheet"):
             rows = [{"strategy": f"{r['configuration']} {r['strategy']}", "quantity": r["quantity"], "unit": "s",
