@@ -11,6 +11,7 @@
 #include "core/model/model_yaml.hpp"
 #include "core/plan/step_planner.hpp"
 #include "harness/verify/distributed_checks.hpp"
+#include "harness/verify/sharded_ns_case.hpp"
 #include "kernels/cuda/device_query.hpp"
 #include "kernels/exec/session.hpp"
 #include "kernels/cuda/ns_engine.hpp"
@@ -61,10 +62,24 @@ Flat average(const std::vector<Flat>& ranks) {
   return out;
 }
 
+const exec::SessionOptions kDefaultSession;
+
 struct Job {
+  Job(std::string key_, Plan plan_, exec::SessionOptions session_ = kDefaultSession)
+      : key(std::move(key_)), plan(std::move(plan_)), session(std::move(session_)) {}
   std::string key;
   Plan plan;
+  exec::SessionOptions session;
 };
+
+// Per step, per rank: bf16-exact gradients (bf16_exact_grads), each from its own seed.
+std::vector<std::vector<Flat>> step_grads(const ModelSpec& model, const NcclVerifyOptions& o) {
+  std::vector<std::vector<Flat>> grads(static_cast<std::size_t>(o.steps));
+  for (int s = 0; s < o.steps; ++s) {
+    for (int r = 0; r < o.world; ++r) grads[static_cast<std::size_t>(s)].push_back(bf16_exact_grads(model, o.seed + 1000u * (s + 1) + r));
+  }
+  return grads;
+}
 
 // `body` on every rank of a `world`-GPU job in this process (one thread a GPU); the launcher's
 // exit code (0: every rank returned).
@@ -84,7 +99,7 @@ std::map<std::string, Flat> run_jobs(int world, const std::vector<Job>& jobs, co
   const int code = run_in_threads(world, [&](exec::RankHandle& h) {
     for (const Job& job : jobs) {
       const OptimizerConfig& config = configs.at(job.key.substr(job.key.rfind('/') + 1));
-      exec::PlanSession session(h, job.plan, model, routing, config, {});
+      exec::PlanSession session(h, job.plan, model, routing, config, job.session);
       session.set_params(initial);
       for (const auto& step_grads : grads) session.step(world == 1 ? average(step_grads) : step_grads[static_cast<std::size_t>(h.rank())]);
       std::vector<double> flat;
@@ -261,6 +276,52 @@ std::vector<CaseResult> nonfinite_cases(const NcclVerifyOptions& o, const ModelS
   return out;
 }
 
+// owner-striped with sharded Newton-Schulz on `o.world` GPUs (2 or more), the planner driven to
+// shard by harness/verify/sharded_ns_case.hpp's cost settings, the dominant matrix wide and tall,
+// against the reference within the NS accuracy gate. A Gram config runs the engine's gram
+// implementation, so the sharded Gram program (R after each restart) runs, not only standard.
+std::vector<CaseResult> sharded_ns_cases(const NcclVerifyOptions& o) {
+  std::vector<CaseResult> out;
+  if (o.world < 2) return out;
+  const Mesh mesh = make_mesh(1, o.world, "--world");
+  for (const bool tall : {false, true}) {
+    const ModelSpec model = sharded_ns_test_model(tall);
+    const Routing routing = route_parameters(model, {});
+    const Flat initial = initial_params(model, o.seed);
+    const std::vector<std::vector<Flat>> grads = step_grads(model, o);
+    std::map<std::string, OptimizerConfig> configs;
+    std::vector<Job> jobs;
+    for (const std::string& preset : o.presets) {
+      configs[preset] = optimizer_preset(preset);
+      const std::string key = std::string("nccl/owner-striped-sharded-ns/") + (tall ? "tall/" : "wide/") + preset;
+      Plan plan = plan_step(model, routing, configs[preset], Strategy::owner_striped, mesh, flops_only_cost(),
+                            free_link_plan_options()).plan;
+      if (sharded_ns_calls(plan) == 0) {  // the case would test nothing new: say so, as a failure
+        CaseResult r = named(key);
+        r.detail = "the planner sharded no Newton-Schulz call";
+        out.push_back(r);
+        continue;
+      }
+      exec::SessionOptions session;
+      session.ns_impl = configs[preset].muon.ns.variant == NsVariant::gram ? "gram" : "standard";
+      jobs.emplace_back(key, std::move(plan), session);
+    }
+    std::map<std::string, std::string> errors;
+    const auto got = run_jobs(o.world, jobs, model, routing, configs, initial, grads, errors);
+    for (const Job& job : jobs) {
+      if (errors.count(job.key)) {
+        CaseResult r = named(job.key);
+        r.detail = errors[job.key];
+        out.push_back(r);
+        continue;
+      }
+      const OptimizerConfig& config = configs.at(job.key.substr(job.key.rfind('/') + 1));
+      for (auto& r : compare_with_reference(job.key, got.at(job.key), model, routing, config, initial, grads)) out.push_back(r);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<CaseResult> run_nccl_cases(const NcclVerifyOptions& o) {
@@ -272,10 +333,7 @@ std::vector<CaseResult> run_nccl_cases(const NcclVerifyOptions& o) {
   const ModelSpec model = o.model_file.empty() ? distributed_test_model() : load_model_file(o.model_file);
   const Routing routing = route_parameters(model, {});
   const Flat initial = initial_params(model, o.seed);
-  std::vector<std::vector<Flat>> grads(static_cast<std::size_t>(o.steps));
-  for (int s = 0; s < o.steps; ++s) {
-    for (int r = 0; r < o.world; ++r) grads[static_cast<std::size_t>(s)].push_back(bf16_exact_grads(model, o.seed + 1000u * (s + 1) + r));
-  }
+  const std::vector<std::vector<Flat>> grads = step_grads(model, o);
   std::map<std::string, OptimizerConfig> configs;
   std::vector<Job> jobs, bitwise_multi, bitwise_single;
   const CostModel cost(device_profile("h200"));
@@ -324,6 +382,7 @@ std::vector<CaseResult> run_nccl_cases(const NcclVerifyOptions& o) {
     for (auto& r : compare_with_reference(job.key, got, model, routing, configs.at(preset), initial, grads)) out.push_back(r);
   }
   for (auto& r : nonfinite_cases(o, model, routing, initial)) out.push_back(r);
+  for (auto& r : sharded_ns_cases(o)) out.push_back(r);
   return out;
 }
 

@@ -2,7 +2,9 @@
 // process mode), two steps, against the single-device reference in storage-rounding mode, within
 // the NS engine's accuracy gate (the [C] tolerance); and `dedicated` on 2 GPUs bitwise equal to
 // the same kernels on 1 GPU; and per strategy, a NaN and an Inf gradient on one rank end the
-// job with the parameters named and no NaN in any weight.
+// job with the parameters named and no NaN in any weight; and owner-striped with sharded
+// Newton-Schulz (a small model whose dominant matrix the planner shards over the GPUs,
+// harness/verify/sharded_ns_case.hpp) against the reference within the same gate.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -74,7 +74,8 @@ double ring_all_reduce_seconds(double bytes, int k, const NodeLink& link);
 double sharded_ns_seconds(const CostModel& cost, const NsConfig& ns, std::int64_t rows, std::int64_t cols, int k,
                           const NodeLink& link);
 
-// For executors that do not run sharded calls yet (the NCCL executor): throws dmuon::Error
+// For an executor that does not run sharded calls (the NCCL executor runs them since issue 13;
+// kernels/exec/ns_shard_member.hpp): throws dmuon::Error
 // naming the Plan's first sharded Newton-Schulz op (rank, op, collective) and the planner key
 // that turns sharding off. It scans every rank's list, so every process refuses the same Plan
 // at once instead of the ranks without a sharded call waiting for the others.

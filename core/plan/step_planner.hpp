@@ -33,8 +33,8 @@ struct StepPlanOptions {
   bool balance_shard_columns = true;
   // owner-striped: share the Newton-Schulz of matrices that take longer than a GPU's fair share
   // among GPUs of their owner's node (core/owners/owner_sharded.hpp), priced with `node_link` for the
-  // all-reduces. Off unless node_link.bw_GBps > 0: the NCCL executor does not run sharded
-  // calls yet, so only callers that price a cluster (the simulator) turn it on.
+  // all-reduces. Off unless node_link.bw_GBps > 0: only callers that price a node's links (the
+  // simulator from a scenario; dmuon-verify --backend nccl's sharded case) turn it on.
   bool sharded_ns = true;
   NodeLink node_link;
   // Bytes each rank may hold as a dedicated owner; none = unlimited.

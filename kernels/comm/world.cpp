@@ -52,7 +52,7 @@ void RankComms::prepare(const Plan& plan) {
   std::set<int> used;
   for (const auto& ops : plan.ranks) {
     for (const Op& op : ops) {
-      if (is_collective(op.kind)) used.insert(op.group);
+      if (synchronizes(op)) used.insert(op.group);  // collectives, and sharded NS's all-reduces
     }
   }
   DMUON_CUDA_CHECK(cudaSetDevice(device_));

@@ -29,7 +29,8 @@ class RankComms {
   int device() const { return device_; }
   ncclComm_t world_comm() const { return world_comm_; }
 
-  // Creates the communicators of every group some op of `plan` uses (collective over the world:
+  // Creates the communicators of every group some op of `plan` meets on (synchronizes(): the
+  // collectives and the sharded Newton-Schulz calls; collective over the world:
   // every rank must call it with the same plan groups). Groups equal to the whole world in rank
   // order reuse the world communicator; groups seen before (same ranks) reuse theirs.
   void prepare(const Plan& plan);

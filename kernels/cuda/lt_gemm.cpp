@@ -27,7 +27,7 @@ std::string describe(const GemmOp& op) {
   const long n = op.trans_b ? op.b.rows : op.b.cols;
   return "GEMM " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " batch " +
          std::to_string(op.batch) + (op.trans_a ? " A^T" : "") + (op.trans_b ? " B^T" : "") +
-         (op.fill_lower ? " fill=lower" : "");
+         (op.fill_lower ? " fill=lower" : "") + (op.fp32_out ? " fp32 out" : "");
 }
 
 cublasLtMatrixLayout_t make_layout(cudaDataType_t type, const MatView& v, int batch) {
@@ -52,7 +52,8 @@ std::string problem_key(const GemmOp& op) {
     key += std::to_string(v->rows) + "," + std::to_string(v->cols) + "," + std::to_string(v->ld) + "," +
            std::to_string(v->batch_stride) + "," + std::to_string(alignment_of(v->ptr)) + ";";
   }
-  key += std::to_string(op.trans_a) + std::to_string(op.trans_b) + std::to_string(op.fill_lower) + "," +
+  key += std::to_string(op.trans_a) + std::to_string(op.trans_b) + std::to_string(op.fill_lower) +
+         std::to_string(op.fp32_out) + "," +
          std::to_string(op.batch) + "," + std::to_string(static_cast<int>(op.type));
   return key;
 }
@@ -103,8 +104,9 @@ LtGemm::Plan* LtGemm::plan_for(const GemmOp& op) {
   }
   plan->a = make_layout(op.type, op.a, op.batch);
   plan->b = make_layout(op.type, op.b, op.batch);
-  plan->c = make_layout(op.type, c, op.batch);
-  plan->d = make_layout(op.type, op.d, op.batch);
+  const cudaDataType_t out_type = op.fp32_out ? CUDA_R_32F : op.type;
+  plan->c = make_layout(out_type, c, op.batch);
+  plan->d = make_layout(out_type, op.d, op.batch);
 
   cublasLtMatmulPreference_t pref = nullptr;
   DMUON_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));

@@ -21,7 +21,9 @@ struct MatView {
 
 // D = alpha * op(A) op(B) + beta * C, every matrix of one dtype (bf16 or fp16), fp32 compute.
 // C may be null (beta must then be 0). fill_lower asks cuBLASLt for the lower triangle only
-// (CUBLASLT_MATMUL_DESC_FILL_MODE), for symmetric results.
+// (CUBLASLT_MATMUL_DESC_FILL_MODE), for symmetric results. fp32_out: C and D in fp32 (A and B
+// stay `type`), the accumulator unrounded: a sharded Newton-Schulz member's partial X_j X_j^T,
+// which the group sums before the one rounding a single GEMM over all columns would do.
 struct GemmOp {
   bool trans_a = false, trans_b = false;
   MatView a, b, c;
@@ -30,6 +32,7 @@ struct GemmOp {
   float alpha = 1, beta = 0;
   cudaDataType_t type = CUDA_R_16BF;
   bool fill_lower = false;
+  bool fp32_out = false;
 };
 
 class LtGemm {

@@ -144,8 +144,8 @@ void NsEngine::State::drop_graphs() {
   graphs.clear();
 }
 
-NsBuffers NsEngine::State::buffers(const NsGeometry& g, DType compute) {
-  const std::size_t need = ns_buffer_bytes(g, compute);
+NsBuffers NsEngine::State::buffers(const NsGeometry& g, DType compute, bool sharded) {
+  const std::size_t need = ns_buffer_bytes(g, compute, sharded);
   if (need > arena_bytes) {
     DMUON_CUDA_CHECK(cudaStreamSynchronize(stream));  // graphs in flight may still use the old arena
     drop_graphs();
@@ -156,7 +156,7 @@ NsBuffers NsEngine::State::buffers(const NsGeometry& g, DType compute) {
                                    " batch " + std::to_string(g.batch));
     arena_bytes = need;
   }
-  return carve_ns_buffers(arena, g, compute);
+  return carve_ns_buffers(arena, g, compute, sharded);
 }
 
 void NsEngine::State::ensure_status_capacity(int batch) {
@@ -228,6 +228,43 @@ NsOutcome NsEngine::run(const NsCall& call, const NsConfig& ns, NsImpl impl) {
   }
   NsOutcome outcome;
   outcome.impl = impl;
+  return st.checked(outcome, buf, call, ns);
+}
+
+NsImpl sharded_impl(NsImpl requested, const NsConfig& ns) {
+  if (requested == NsImpl::automatic) return ns.variant == NsVariant::gram ? NsImpl::gram : NsImpl::standard;
+  if (requested == NsImpl::symmetric_sm90 || requested == NsImpl::symmetric_lt) return NsImpl::symmetric;
+  return requested;
+}
+
+NsOutcome NsEngine::run_sharded(const NsShardCall& call, const NsConfig& ns, NsImpl impl, const NsShardReduce& reduce) {
+  NsCall as_call;  // the member's block as a call, for the shared argument checks and messages
+  as_call.rows = call.m;
+  as_call.cols = call.columns;
+  as_call.in_dtype = call.in_dtype;
+  as_call.in = call.in;
+  as_call.out = call.out;
+  as_call.names = {call.name};
+  validate_call(as_call, ns);
+  if (!reduce.norm || !reduce.gram) throw Error("NsEngine::run_sharded: '" + call.name + "': no all-reduce given");
+  State& st = *state_;
+  impl = sharded_impl(impl, ns);
+  // Set by hand: geometry_of would swap m and n when this member holds fewer columns than m.
+  NsGeometry g;
+  g.m = call.m;
+  g.n = call.columns;
+  g.x_column_major = call.column_major;
+  // Every implementation sharded_impl returns runs on every shape (no availability check that
+  // could differ between members of different widths).
+  const NsBuffers buf = st.buffers(g, ns.compute_dtype, true);
+  enqueue_sharded_ns(st.gemm, st.stream, impl, g, buf, call.in, call.in_dtype, call.out, ns, reduce);
+  NsOutcome outcome;
+  outcome.impl = impl;
+  return st.checked(outcome, buf, as_call, ns);
+}
+
+NsOutcome NsEngine::State::checked(NsOutcome outcome, const NsBuffers& buf, const NsCall& call, const NsConfig& ns) {
+  State& st = *this;
   if (!st.options.check_finite) return outcome;
   st.ensure_status_capacity(call.batch);
   DMUON_CUDA_CHECK(cudaMemcpyAsync(st.status_host, buf.status, sizeof(int) * call.batch, cudaMemcpyDeviceToHost,

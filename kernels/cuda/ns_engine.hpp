@@ -5,6 +5,7 @@
 // `Stream`, the same type as cudaStream_t. All data pointers are device pointers.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -73,6 +74,36 @@ struct NsCall {
   std::vector<std::string> names;  // one per matrix for error messages; empty: "matrix <i>"
 };
 
+// One member's share of a sharded call (core/plan/ns_sharding.hpp): `columns` columns of the
+// wide X (m rows, m <= the whole call's n), contiguous. column_major: memory holds X_j
+// column-major with ld m (a tall matrix's block of rows, in place); else X_j row-major with ld
+// `columns` (a wide matrix's column block, copied out of its strided place by the caller).
+// `out`: the same layout, in ns.compute_dtype.
+struct NsShardCall {
+  long m = 0, columns = 0;
+  bool column_major = false;
+  DType in_dtype = DType::bf16;
+  const void* in = nullptr;
+  void* out = nullptr;
+  std::string name;  // for error messages
+};
+
+// The sums over the shard group, from the caller that holds the group's communicator (the
+// NCCL executor): each enqueues on `stream` an in-place sum all-reduce over the members.
+struct NsShardReduce {
+  std::function<void(double* squares, Stream stream)> norm;              // 1 double: ||X_j||_F^2
+  std::function<void(float* gram, long elements, Stream stream)> gram;   // m x m fp32: X_j X_j^T
+};
+
+// The implementation a sharded call runs for `requested`: its X X^T is always the member's full
+// partial product (fp32) plus the all-reduce, so the choice only shapes the m x m products.
+// automatic -> gram for a Gram config, else standard (the autotuner cannot time a call whose
+// products wait for peers); symmetric_sm90 -> symmetric (its kernel is only the X X^T);
+// symmetric_lt -> symmetric (cuBLASLt offers its fill mode for some shapes only, and members of
+// different widths must not disagree on it: one refusing would leave the others waiting in an
+// all-reduce); standard, symmetric, gram, gram_symmetric as requested.
+NsImpl sharded_impl(NsImpl requested, const NsConfig& ns);
+
 struct NsOutcome {
   NsImpl impl = NsImpl::standard;  // what ran (never automatic)
   std::vector<int> skipped;        // indices of non-finite inputs zeroed (policy skip)
@@ -106,6 +137,12 @@ class NsEngine {
   // Throws dmuon::Error for a bad call (sizes, dtypes, null pointers), a CUDA/cuBLAS failure,
   // out of memory (bytes wanted and free), or a non-finite input under policy error.
   NsOutcome run(const NsCall& call, const NsConfig& ns, NsImpl impl = NsImpl::automatic);
+  // One member's share of a sharded call, enqueued on the stream (no graph: the all-reduces
+  // wait for peers): the squared norm summed by reduce.norm, every X X^T as this member's fp32
+  // partial product summed by reduce.gram then stored in the compute dtype, the m x m work
+  // redundantly, the m x columns products on its own columns; the order and roundings of run().
+  // Every member gets the same sums, hence the same status: all throw alike (as run() does).
+  NsOutcome run_sharded(const NsShardCall& call, const NsConfig& ns, NsImpl impl, const NsShardReduce& reduce);
 
   // Times every candidate on random inputs of this shape (synchronises), gates accuracy,
   // records the fastest passing one as the winner (and in the cache file, if set).

@@ -26,7 +26,11 @@ struct NsEngine::State {
 
   ~State();
   // Buffers for this geometry; reallocating drops every graph (they hold the old addresses).
-  NsBuffers buffers(const NsGeometry& g, DType compute);
+  // `sharded`: with the fp32 partial product of a sharded call.
+  NsBuffers buffers(const NsGeometry& g, DType compute, bool sharded = false);
+  // Reads the status launch_norm_scale wrote for `batch` matrices (synchronises the stream);
+  // throws as run() documents, reports skipped inputs.
+  NsOutcome checked(NsOutcome outcome, const NsBuffers& buf, const NsCall& call, const NsConfig& ns);
   void drop_graphs();
   void ensure_status_capacity(int batch);
   void load_cache();

@@ -114,6 +114,13 @@ __global__ void add_identity_kernel(const void* Z, void* Q, long m, float a_exac
   }
 }
 
+__global__ void store_fp32_kernel(const float* in, void* out, long n, int dtype) {
+  for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<long>(gridDim.x) * blockDim.x) {
+    store(out, dtype, i, in[i]);
+  }
+}
+
 // One 32x32 tile of the upper triangle per block: read the mirrored lower tile through shared
 // memory so that both the read and the write are coalesced.
 __global__ void mirror_lower_kernel(void* A, long m, int dtype) {
@@ -205,6 +212,11 @@ void launch_add_identity(const void* Z, void* Q, long m, int batch, float a, DTy
   const dim3 grid(blocks_for(m * m, 1024), batch);
   add_identity_kernel<<<grid, kThreads, 0, stream>>>(Z, Q, m, a, static_cast<int>(dtype));
   check_launch("add_identity_kernel");
+}
+
+void launch_store_fp32(const float* in, void* out, long n, DType dtype, cudaStream_t stream) {
+  store_fp32_kernel<<<blocks_for(n, 1024), kThreads, 0, stream>>>(in, out, n, static_cast<int>(dtype));
+  check_launch("store_fp32_kernel");
 }
 
 void launch_mirror_lower(void* A, long m, int batch, DType dtype, cudaStream_t stream) {

@@ -29,6 +29,9 @@ void launch_normalize(const void* in, DType in_dtype, const NsConfig& ns, long e
                       const float* divisor, const int* status, void* X, cudaStream_t stream);
 // Q = Z + a I for batch m x m matrices (one rounding of the fp32 sum); Q may alias Z.
 void launch_add_identity(const void* Z, void* Q, long m, int batch, float a, DType dtype, cudaStream_t stream);
+// out = in (fp32) stored once in `dtype` (bf16 or fp16), n elements: a sharded call's all-reduced
+// partial products, rounded where a single GEMM over all columns rounds its accumulator.
+void launch_store_fp32(const float* in, void* out, long n, DType dtype, cudaStream_t stream);
 // Copies the strictly lower triangle of each column-major m x m matrix onto the upper one.
 void launch_mirror_lower(void* A, long m, int batch, DType dtype, cudaStream_t stream);
 

@@ -34,9 +34,11 @@ class Ops {
   MatView s_view(const void* p, long rows, long cols) const { return {p, rows, cols, g_.m, g_.s_elems()}; }
 
   // S[r0:r0+rows, 0:cols] = X[r0:r0+rows, :] X[0:cols, :]^T (whole S: r0 = 0, rows = cols = m).
-  GemmOp gram_op(const void* X, void* S, long r0, long rows, long cols, bool fill_lower) const {
+  // fp32_out: S is fp32 (the accumulator unrounded; lt_gemm.hpp).
+  GemmOp gram_op(const void* X, void* S, long r0, long rows, long cols, bool fill_lower, bool fp32_out = false) const {
     GemmOp op = base();
     op.fill_lower = fill_lower;
+    op.fp32_out = fp32_out;
     if (g_.x_column_major) {  // X is m x n: A = X rows, B^T
       op.trans_b = true;
       op.a = {offset(X, r0), rows, g_.n, g_.m, g_.x_elems()};
@@ -149,20 +151,36 @@ void symmetric_quadratic(Ops& ops, SymMode mode, const NsGeometry& g, const void
   launch_mirror_lower(B, g.m, g.batch, ops.dtype(), stream);
 }
 
+// X X^T into S (compute dtype, both triangles). On one GPU the product `mode` computes. A member
+// of a sharded call: its partial product in fp32, summed over the group by `shard`, then stored
+// once, as one GEMM over all columns rounds its fp32 accumulator once (the Plan's semantics:
+// core/plan/ns_sharding.hpp; the all-reduce only reassociates the sum over columns).
+struct GramSum {
+  SymMode mode = SymMode::full;
+  const NsShardReduce* shard = nullptr;
+  float* partial = nullptr;
+  void operator()(Ops& ops, const NsGeometry& g, const void* X, void* S, cudaStream_t stream) const {
+    if (!shard) return gram_product(ops, mode, g, X, S, stream);
+    ops.run(ops.gram_op(X, partial, 0, g.m, g.m, false, true));
+    shard->gram(partial, g.s_elems(), stream);
+    launch_store_fp32(partial, S, g.s_elems(), ops.dtype(), stream);
+  }
+};
+
 bool restarts_before(const NsConfig& ns, int t) {
   return t != 0 && std::find(ns.restarts.begin(), ns.restarts.end(), t) != ns.restarts.end();
 }
 
 // A = X X^T; B = bA + cA^2; X = aX + BX, the last step writing `out`.
-void standard_iterations(Ops& ops, SymMode mode, const NsGeometry& g, const NsBuffers& buf, void* out,
-                         const NsConfig& ns, cudaStream_t stream) {
+void standard_iterations(Ops& ops, SymMode mode, const GramSum& gram, const NsGeometry& g, const NsBuffers& buf,
+                         void* out, const NsConfig& ns, cudaStream_t stream) {
   void* x = buf.x[0];
   void* x_next = buf.x[1];
   void* A = buf.s[0];
   void* B = buf.s[1];
   for (int t = 0; t < ns.steps; ++t) {
     const NsCoefficient k = ns.coefficient(t);
-    gram_product(ops, mode, g, x, A, stream);
+    gram(ops, g, x, A, stream);
     symmetric_quadratic(ops, mode, g, A, B, static_cast<float>(k.b), static_cast<float>(k.c), stream);
     void* target = t == ns.steps - 1 ? out : x_next;
     ops.left(B, x, target, x, static_cast<float>(k.a));
@@ -182,8 +200,8 @@ void symmetric_product(Ops& ops, bool blocks, const NsGeometry& g, const void* A
 
 // Gram NS exactly as reference/newton_schulz.cpp gram_iterations orders and rounds it (with
 // `blocks`, the m x m products keep their lower triangles and mirror them).
-void gram_iterations(Ops& ops, bool blocks, const NsGeometry& g, const NsBuffers& buf, void* out,
-                     const NsConfig& ns, cudaStream_t stream) {
+void gram_iterations(Ops& ops, bool blocks, const GramSum& gram, const NsGeometry& g, const NsBuffers& buf,
+                     void* out, const NsConfig& ns, cudaStream_t stream) {
   void* x = buf.x[0];
   void* x_next = buf.x[1];
   void* R = buf.s[0];
@@ -192,7 +210,7 @@ void gram_iterations(Ops& ops, bool blocks, const NsGeometry& g, const NsBuffers
   void* Q_next = buf.s[3];
   void* RZ = buf.s[4];
   const int last = ns.steps - 1;
-  ops.gram(x, R);
+  gram(ops, g, x, R, stream);
   bool have_q = false;
   for (int t = 0; t < ns.steps; ++t) {
     const NsCoefficient k = ns.coefficient(t);
@@ -200,7 +218,7 @@ void gram_iterations(Ops& ops, bool blocks, const NsGeometry& g, const NsBuffers
     if (restarts_before(ns, t) && have_q) {
       ops.left(Q, x, x_next, nullptr, 0.0f);
       std::swap(x, x_next);
-      ops.gram(x, R);
+      gram(ops, g, x, R, stream);
       have_q = false;
     }
     symmetric_product(ops, blocks, g, R, R, Z, static_cast<float>(k.c), R, static_cast<float>(k.b), stream);
@@ -232,15 +250,16 @@ NsGeometry geometry_of(long rows, long cols, int batch) {
   return g;
 }
 
-std::size_t ns_buffer_bytes(const NsGeometry& g, DType compute) {
+std::size_t ns_buffer_bytes(const NsGeometry& g, DType compute, bool sharded) {
   const std::size_t e = static_cast<std::size_t>(bytes_per_element(compute));
   const std::size_t x = align256(e * g.x_elems() * g.batch);
   const std::size_t s = align256(e * g.s_elems() * g.batch);
   const std::size_t scalars = 3 * align256(sizeof(double) * g.batch);
-  return 2 * x + 5 * s + scalars;
+  const std::size_t partial = sharded ? align256(sizeof(float) * g.s_elems() * g.batch) : 0;
+  return 2 * x + 5 * s + scalars + partial;
 }
 
-NsBuffers carve_ns_buffers(void* arena, const NsGeometry& g, DType compute) {
+NsBuffers carve_ns_buffers(void* arena, const NsGeometry& g, DType compute, bool sharded) {
   const std::size_t e = static_cast<std::size_t>(bytes_per_element(compute));
   const std::size_t x = align256(e * g.x_elems() * g.batch);
   const std::size_t s = align256(e * g.s_elems() * g.batch);
@@ -252,6 +271,7 @@ NsBuffers carve_ns_buffers(void* arena, const NsGeometry& g, DType compute) {
   b.sums = reinterpret_cast<double*>(p);
   b.divisor = reinterpret_cast<float*>(p + scalar);
   b.status = reinterpret_cast<int*>(p + 2 * scalar);
+  if (sharded) b.partial = reinterpret_cast<float*>(p + 3 * scalar);
   return b;
 }
 
@@ -273,11 +293,16 @@ void enqueue_gram(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeomet
   gram_product(ops, sym_mode(impl), g, X, S, stream);
 }
 
-void enqueue_ns(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeometry& g, const NsBuffers& buf,
-                const void* in, DType in_dtype, void* out, const NsConfig& ns) {
+namespace {
+
+// One call, or one member's share of a sharded call (`shard` set): the squared norm summed over
+// the group before the normaliser is taken from it, every X X^T through GramSum.
+void enqueue_program(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeometry& g, const NsBuffers& buf,
+                     const void* in, DType in_dtype, void* out, const NsConfig& ns, const NsShardReduce* shard) {
   if (impl == NsImpl::automatic) throw Error("enqueue_ns: resolve NsImpl::automatic first");
   const long elems = g.x_elems();
   launch_sum_squares(in, in_dtype, ns.normalize_dtype, elems, g.batch, buf.sums, stream);
+  if (shard) shard->norm(buf.sums, stream);
   launch_norm_scale(buf.sums, g.batch, ns, buf.divisor, buf.status, stream);
   launch_normalize(in, in_dtype, ns, elems, g.batch, buf.divisor, buf.status, buf.x[0], stream);
   if (ns.steps == 0) {
@@ -287,9 +312,29 @@ void enqueue_ns(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeometry
   }
   Ops ops(gemm, stream, g, ns.compute_dtype);
   if (impl == NsImpl::gram || impl == NsImpl::gram_symmetric) {
-    return gram_iterations(ops, impl == NsImpl::gram_symmetric, g, buf, out, ns, stream);
+    // Gram NS forms R = X X^T with one full product (blocks only for its m x m products).
+    return gram_iterations(ops, impl == NsImpl::gram_symmetric, GramSum{SymMode::full, shard, buf.partial}, g, buf,
+                           out, ns, stream);
   }
-  standard_iterations(ops, sym_mode(impl), g, buf, out, ns, stream);
+  standard_iterations(ops, sym_mode(impl), GramSum{sym_mode(impl), shard, buf.partial}, g, buf, out, ns, stream);
+}
+
+}  // namespace
+
+void enqueue_ns(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeometry& g, const NsBuffers& buf,
+                const void* in, DType in_dtype, void* out, const NsConfig& ns) {
+  enqueue_program(gemm, stream, impl, g, buf, in, in_dtype, out, ns, nullptr);
+}
+
+void enqueue_sharded_ns(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeometry& g, const NsBuffers& buf,
+                        const void* in, DType in_dtype, void* out, const NsConfig& ns, const NsShardReduce& reduce) {
+  if (g.batch != 1 || !buf.partial || !reduce.norm || !reduce.gram) {
+    throw Error("enqueue_sharded_ns: one matrix, a partial-product buffer and both all-reduces are required");
+  }
+  if (impl == NsImpl::symmetric_sm90 || impl == NsImpl::symmetric_lt) {
+    throw Error("enqueue_sharded_ns: " + std::string(to_string(impl)) + " is not a sharded implementation (sharded_impl)");
+  }
+  enqueue_program(gemm, stream, impl, g, buf, in, in_dtype, out, ns, &reduce);
 }
 
 }  // namespace dmuon::cuda

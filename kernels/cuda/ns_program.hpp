@@ -23,18 +23,19 @@ struct NsGeometry {
 NsGeometry geometry_of(long rows, long cols, int batch);
 
 // Device buffers of one call: two m x n iterates and five m x m matrices per batch entry,
-// plus per-matrix normalisation scalars.
+// plus per-matrix normalisation scalars; a sharded call also an m x m fp32 partial product.
 struct NsBuffers {
   void* x[2] = {nullptr, nullptr};
   void* s[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
   double* sums = nullptr;
   float* divisor = nullptr;
   int* status = nullptr;
+  float* partial = nullptr;  // sharded calls only
 };
 
 // Bytes NsBuffers needs for this geometry and compute dtype, each piece 256-byte aligned.
-std::size_t ns_buffer_bytes(const NsGeometry& g, DType compute);
-NsBuffers carve_ns_buffers(void* arena, const NsGeometry& g, DType compute);
+std::size_t ns_buffer_bytes(const NsGeometry& g, DType compute, bool sharded = false);
+NsBuffers carve_ns_buffers(void* arena, const NsGeometry& g, DType compute, bool sharded = false);
 
 // True when the library can run every GEMM `impl` needs for this geometry (symmetric_lt may not)
 // and, for symmetric_sm90, when the sm_90a kernel takes this geometry on this device.
@@ -50,5 +51,11 @@ void enqueue_gram(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeomet
 // `out` (compute dtype, the input's layout).
 void enqueue_ns(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeometry& g, const NsBuffers& buf,
                 const void* in, DType in_dtype, void* out, const NsConfig& ns);
+// The same program for one member of a sharded call (NsEngine::run_sharded): g is the member's
+// X_j (g.n its columns, g.batch 1, buffers carved with `sharded`); the squared norm and every
+// X X^T go through `reduce` (the X X^T as the fp32 partial product, stored in the compute dtype
+// after the sum). impl: standard, symmetric, gram or gram_symmetric (sharded_impl's).
+void enqueue_sharded_ns(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeometry& g, const NsBuffers& buf,
+                        const void* in, DType in_dtype, void* out, const NsConfig& ns, const NsShardReduce& reduce);
 
 }  // namespace dmuon::cuda

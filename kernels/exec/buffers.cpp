@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include "core/error.hpp"
+#include "core/plan/ns_sharding.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 
 namespace dmuon::exec {
@@ -92,6 +93,12 @@ Footprint plan_footprint(const Plan& plan, int rank, const ModelSpec& model, con
         for (const Region& r : op.regions) touch(r, {K(BufferKind::grad), K(BufferKind::momentum), K(BufferKind::ns_input)});
         break;
       case OpKind::newton_schulz:
+        if (is_sharded_ns(op) && op.matrices.size() == 1) {  // this member's columns only (ns_sharding.hpp)
+          for (const Region& r : ns_shard_regions(routing, op.matrices.front(), op.ns_column_begin, op.ns_column_end)) {
+            touch(r, {K(BufferKind::ns_input), K(BufferKind::ns_output)});
+          }
+          break;
+        }
         for (std::size_t m : op.matrices) {
           const Region r = matrix_region(routing, m);
           touch(r, {K(BufferKind::ns_input), K(BufferKind::ns_output)});

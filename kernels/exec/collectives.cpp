@@ -182,6 +182,26 @@ void all_to_all(const Context& c) {
 
 }  // namespace
 
+cuda::NsShardReduce sharded_ns_reduce(ncclComm_t comm, const std::string& where) {
+  // Each member enqueues the same all-reduces in the same order (the engine's program is the
+  // same on every member), so they match on the group's communicator as a collective op's do.
+  auto checked = [where](ncclResult_t status, const char* what) {
+    try {
+      comm::check(status, what, __FILE__, __LINE__);
+    } catch (const Error& e) {
+      throw Error(where + ": " + e.what());
+    }
+  };
+  cuda::NsShardReduce r;
+  r.norm = [comm, checked](double* squares, cuda::Stream stream) {
+    checked(ncclAllReduce(squares, squares, 1, ncclFloat64, ncclSum, comm, stream), "ncclAllReduce (squared norm)");
+  };
+  r.gram = [comm, checked](float* gram, long elements, cuda::Stream stream) {
+    checked(ncclAllReduce(gram, gram, sz(elements), ncclFloat32, ncclSum, comm, stream), "ncclAllReduce (X X^T)");
+  };
+  return r;
+}
+
 void launch_collective(const Op& op, const Plan& plan, int rank, comm::RankComms& comms, DeviceBuffers& buffers,
                        cudaStream_t stream, const std::string& where) {
   const Context c{op, plan, rank, comms.comm(plan, op.group), comms.position(plan, op.group), buffers, stream, where,

@@ -10,6 +10,7 @@
 
 #include "core/plan/plan.hpp"
 #include "kernels/comm/world.hpp"
+#include "kernels/cuda/ns_engine.hpp"
 #include "kernels/exec/buffers.hpp"
 
 namespace dmuon::exec {
@@ -19,5 +20,11 @@ namespace dmuon::exec {
 // reads and writes overlapping elements of one rank) or an NCCL failure at enqueue time.
 void launch_collective(const Op& op, const Plan& plan, int rank, comm::RankComms& comms, DeviceBuffers& buffers,
                        cudaStream_t stream, const std::string& where);
+
+// The all-reduces inside a sharded newton_schulz op (core/plan/ns_sharding.hpp) on the
+// communicator of its group: in-place sums of the squared norm (fp64, one element) and of the
+// m x m partial Gram products (fp32), on the stream the NS engine passes. NCCL failures become
+// dmuon::Error starting with `where`.
+cuda::NsShardReduce sharded_ns_reduce(ncclComm_t comm, const std::string& where);
 
 }  // namespace dmuon::exec

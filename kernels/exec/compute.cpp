@@ -85,7 +85,11 @@ void ComputeRunner::launch(const Op& op, DeviceBuffers& b, long adam_step, const
                               nonfinite_ + r.param);
       }
       return;
-    case OpKind::newton_schulz: newton_schulz(op, b, where); return;
+    case OpKind::newton_schulz:
+      // A member's share needs its group's communicator: RankExecutor runs it (launch_sharded_ns).
+      if (is_sharded_ns(op)) throw Error(where + ": a sharded Newton-Schulz op is not a local call");
+      newton_schulz(op, b, where);
+      return;
     case OpKind::muon_update:
       for (const Region& r : op.regions) {
         if (r.count == 0) continue;
@@ -168,6 +172,45 @@ void ComputeRunner::newton_schulz(const Op& op, DeviceBuffers& b, const std::str
   engine_.run(call, config_.muon.ns, options_.ns_impl);
   for (std::size_t i = 0; i < out.size(); ++i) {
     DMUON_CUDA_CHECK(cudaMemcpyAsync(out[i], stage_out + i * matrix_bytes, matrix_bytes, cudaMemcpyDeviceToDevice, stream_));
+  }
+}
+
+void ComputeRunner::launch_sharded_ns(const NsShardMember& member, const cuda::NsShardReduce& reduce, DeviceBuffers& b,
+                                      const std::string& where) {
+  const MuonMatrix& mm = routing_.muon_matrices.at(member.matrix);
+  const ElementType type = b.type(K(BufferKind::ns_input));
+  char* in = static_cast<char*>(b.at(BufferKind::ns_input, member.block, where));
+  char* out = static_cast<char*>(b.at(BufferKind::ns_output, member.block, where));
+  cuda::NsShardCall call;
+  call.m = member.m;
+  call.columns = member.columns;
+  call.column_major = member.column_major;
+  call.in_dtype = dtype_of(type);
+  call.name = mm.name;
+  try {
+    if (member.contiguous()) {  // a tall matrix's rows: the engine reads and writes them in place
+      call.in = in;
+      call.out = out;
+      engine_.run_sharded(call, config_.muon.ns, options_.ns_impl, reduce);
+      return;
+    }
+    // A wide matrix's column block is one strided run per row; the engine's normalisation reads
+    // contiguous X_j, so it is copied out (2-D copies on the stream), run, and copied back.
+    const std::size_t esize = element_bytes(type);
+    const std::size_t line = static_cast<std::size_t>(member.line_elements) * esize;
+    const std::size_t pitch = static_cast<std::size_t>(member.pitch_elements) * esize;
+    const std::size_t rows = static_cast<std::size_t>(member.lines);
+    const std::size_t half = (line * rows + 255) / 256 * 256;  // the output aligned as cudaMalloc's
+    char* stage = static_cast<char*>(staging(2 * half));
+    DMUON_CUDA_CHECK(cudaMemcpy2DAsync(stage, line, in, pitch, line, rows, cudaMemcpyDeviceToDevice, stream_));
+    call.in = stage;
+    call.out = stage + half;
+    engine_.run_sharded(call, config_.muon.ns, options_.ns_impl, reduce);
+    DMUON_CUDA_CHECK(cudaMemcpy2DAsync(out, pitch, stage + half, line, line, rows, cudaMemcpyDeviceToDevice, stream_));
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    if (what.rfind(where, 0) == 0) throw;
+    throw Error(where + ": " + what);
   }
 }
 

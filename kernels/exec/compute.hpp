@@ -1,7 +1,8 @@
 // The Plan's compute ops on one rank's compute stream, through the kernels of issue [C]: the
 // fused momentum and Muon-update kernels per region, the batched NS engine per newton_schulz op
 // (in place when the batch's matrices lie back to back, which the buffer layout arranges; through
-// a staging copy otherwise), multi-tensor AdamW over one or several adamw ops.
+// a staging copy otherwise), multi-tensor AdamW over one or several adamw ops; a rank's share of
+// a sharded newton_schulz op through the engine's sharded call (kernels/exec/ns_shard_member.hpp).
 #pragma once
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "core/plan/plan.hpp"
 #include "core/model/routing.hpp"
 #include "kernels/exec/buffers.hpp"
+#include "kernels/exec/ns_shard_member.hpp"
 #include "kernels/cuda/ns_engine.hpp"
 
 namespace dmuon::exec {
@@ -35,6 +37,11 @@ class ComputeRunner {
   void launch(const Op& op, DeviceBuffers& buffers, long adam_step, const std::string& where);
   // Several adamw ops as one multi-tensor launch (same numbers as one launch per op).
   void launch_adamw(const std::vector<const Op*>& ops, DeviceBuffers& buffers, long adam_step, const std::string& where);
+  // This rank's share of a sharded newton_schulz op: ns_input's columns of `member` to
+  // ns_output's, the sums over the group by `reduce` (on this runner's stream). A wide matrix's
+  // strided column block goes through the staging area. Throws dmuon::Error starting with `where`.
+  void launch_sharded_ns(const NsShardMember& member, const cuda::NsShardReduce& reduce, DeviceBuffers& buffers,
+                         const std::string& where);
 
   // The gradients with NaN or infinite elements this runner has met, as
   // "'name' (N elements), ..." ("" when none). The fused kernels count those elements per

@@ -7,7 +7,6 @@
 #include <utility>
 
 #include "core/error.hpp"
-#include "core/plan/ns_sharding.hpp"
 #include "core/plan/plan_fingerprint.hpp"
 #include "kernels/comm/bootstrap.hpp"
 #include "kernels/cuda/cuda_check.hpp"
@@ -108,8 +107,6 @@ RankExecutor::RankExecutor(comm::RankComms& comms, const Plan& plan, const Model
                 " ranks, the job " + std::to_string(comms.world()));
   }
   if (!(options.timeout_seconds > 0)) throw Error("executor: timeout_seconds must be > 0");
-  // Sharded Newton-Schulz (core/plan/ns_sharding.hpp) has no NCCL implementation yet.
-  refuse_sharded_ns(plan, "the NCCL executor");
   for (const auto& [key, policy] : {std::pair{"optimizer.nonfinite (Muon)", config.muon.nonfinite},
                                     std::pair{"optimizer.adamw.nonfinite", config.adamw.nonfinite}}) {
     if (policy != NonfinitePolicy::error) {
@@ -121,6 +118,10 @@ RankExecutor::RankExecutor(comm::RankComms& comms, const Plan& plan, const Model
   DMUON_CUDA_CHECK(cudaSetDevice(comms.device()));
   require_same_plan(comms, plan, options.timeout_seconds, peer_failed);
   const auto& ops = plan.ranks[at(comms.rank())];
+  // This rank's shares of sharded Newton-Schulz calls, checked before any buffer or communicator.
+  for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+    if (is_sharded_ns(ops[at(i)])) shard_members_.emplace(i, ns_shard_member(ops[at(i)], plan, comms.rank(), routing, describe(i)));
+  }
   waits_ = cross_stream_waits(ops, routing);
   buffers_ = std::make_unique<DeviceBuffers>(plan_footprint(plan, comms.rank(), model, routing),
                                              buffer_types_for(config), comms.rank());
@@ -148,7 +149,7 @@ std::string RankExecutor::describe(int index) const {
   std::ostringstream s;
   s << "rank " << rank() << " op " << index << " (" << to_string(op.kind);
   if (!op.label.empty()) s << " '" << op.label << "'";
-  if (is_collective(op.kind)) s << ", collective " << op.collective;
+  if (synchronizes(op)) s << ", collective " << op.collective;
   s << ")";
   return s.str();
 }
@@ -178,6 +179,9 @@ void RankExecutor::enqueue(int index, unsigned phases, long adam_step, bool time
   const std::string where = describe(index);
   if (is_collective(op.kind)) {
     launch_collective(op, plan_, rank(), comms_, *buffers_, stream, where);
+  } else if (is_sharded_ns(op)) {
+    compute_runner_->launch_sharded_ns(shard_members_.at(index), sharded_ns_reduce(comms_.comm(plan_, op.group), where),
+                                       *buffers_, where);
   } else if (fused > 1) {
     std::vector<const Op*> group;
     for (int k = index; k < index + fused; ++k) group.push_back(&ops[at(k)]);

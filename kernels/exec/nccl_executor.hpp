@@ -8,6 +8,11 @@
 // mode) and a deadline. Any of those aborts the communicators and throws one dmuon::Error line
 // naming the rank and the earliest op that did not complete.
 //
+// A sharded newton_schulz op (core/plan/ns_sharding.hpp) runs on the compute stream as this
+// rank's share of the call: the NS engine's sharded program on its columns, with the squared
+// norm and every X X^T summed by NCCL all-reduces on the communicator of the op's group between
+// the GEMMs (kernels/exec/ns_shard_member.hpp, NsEngine::run_sharded).
+//
 // Non-finite gradients: only `nonfinite: error` is run (skipping a sharded parameter would need
 // every rank to agree on it first). The fused optimizer kernels leave NaN/Inf gradient elements
 // unapplied and count them; a run() that met any throws, after its ops completed, naming the
@@ -15,6 +20,7 @@
 #pragma once
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +35,7 @@
 #include "kernels/comm/world.hpp"
 #include "kernels/exec/buffers.hpp"
 #include "kernels/exec/compute.hpp"
+#include "kernels/exec/ns_shard_member.hpp"
 #include "kernels/exec/timing.hpp"
 
 namespace dmuon::exec {
@@ -97,6 +104,7 @@ class RankExecutor {
   const std::atomic<bool>* peer_failed_;
   std::vector<std::vector<int>> waits_;  // per op: ops on the other stream it must wait for
   std::vector<char> issued_;             // per op: enqueued in the current run
+  std::map<int, NsShardMember> shard_members_;  // by op: this rank's share of a sharded NS call
   std::unique_ptr<DeviceBuffers> buffers_;
   cudaStream_t compute_ = nullptr, comm_ = nullptr;
   std::unique_ptr<Events> events_;

@@ -1,0 +1,50 @@
+#include "harness/verify/sharded_ns_case.hpp"
+
+#include <set>
+#include <string>
+
+#include "core/cost/device_profile.hpp"
+#include "core/io/yaml_reader.hpp"
+#include "core/model/model_yaml.hpp"
+
+namespace dmuon::verify {
+
+ModelSpec sharded_ns_test_model(bool tall) {
+  const std::string shape = tall ? "[1999, 96]" : "[96, 1999]";
+  const std::string text = "name: verify-sharded-ns-" + std::string(tall ? "tall" : "wide") +
+                           "\n"
+                           "dtype: bf16\n"
+                           "params:\n"
+                           "  - {name: embed.weight, shape: [64, 32], layer: -1}\n"
+                           "  - {name: layers.0.norm.weight, shape: [32], layer: 0}\n"
+                           "  - {name: layers.0.attn.weight, shape: [32, 32], layer: 0}\n"
+                           "  - {name: layers.1.mlp.weight, shape: " +
+                           shape + ", layer: 1}\n";
+  return parse_model(YamlValue::load_string(text, "verify-sharded-ns (built in)"));
+}
+
+CostModel flops_only_cost() {
+  DeviceProfile profile = device_profile("h200");
+  profile.launch_overhead_us = 0;
+  return CostModel(profile);
+}
+
+StepPlanOptions free_link_plan_options() {
+  StepPlanOptions o;
+  o.sharded_ns = true;
+  o.node_link.bw_GBps = 1e9;  // 1 EB/s: the all-reduces' bytes cost nothing either
+  o.node_link.latency_us = 0;
+  return o;
+}
+
+int sharded_ns_calls(const Plan& plan) {
+  std::set<std::int64_t> calls;
+  for (const auto& ops : plan.ranks) {
+    for (const Op& op : ops) {
+      if (is_sharded_ns(op)) calls.insert(op.collective);
+    }
+  }
+  return static_cast<int>(calls.size());
+}
+
+}  // namespace dmuon::verify
