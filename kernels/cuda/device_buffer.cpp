@@ -40,6 +40,14 @@ void DeviceBuffer::download(void* host, std::size_t bytes) const {
   DMUON_CUDA_CHECK(cudaMemcpy(host, ptr_, bytes, cudaMemcpyDeviceToHost));
 }
 
+void copy_to_host(void* host, const void* device, std::size_t bytes) {
+  DMUON_CUDA_CHECK(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost));
+}
+
+void copy_to_device(void* device, const void* host, std::size_t bytes) {
+  DMUON_CUDA_CHECK(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice));
+}
+
 void DeviceBuffer::zero(Stream stream) {
   if (ptr_) DMUON_CUDA_CHECK(cudaMemsetAsync(ptr_, 0, bytes_, stream));
 }

@@ -53,6 +53,11 @@ class DeviceBuffer {
 // (seed, index), enqueued on `stream`: random test and benchmark data without a host copy.
 void fill_normal(void* device_ptr, DType dtype, long n, std::uint64_t seed, float scale, Stream stream);
 
+// Synchronous copies between host memory and any device address (a buffer the caller does not
+// own, e.g. the NS engine's partial product in a test's stand-in for an all-reduce).
+void copy_to_host(void* host, const void* device, std::size_t bytes);
+void copy_to_device(void* device, const void* host, std::size_t bytes);
+
 // Synchronises the stream; throws dmuon::Error with CUDA's message on a failure.
 void synchronize(Stream stream);
 
