@@ -282,7 +282,8 @@ std::vector<CaseResult> nonfinite_cases(const NcclVerifyOptions& o, const ModelS
 // implementation, so the sharded Gram program (R after each restart) runs, not only standard.
 std::vector<CaseResult> sharded_ns_cases(const NcclVerifyOptions& o) {
   std::vector<CaseResult> out;
-  if (o.world < 2) return out;
+  const bool striped = std::find(o.strategies.begin(), o.strategies.end(), Strategy::owner_striped) != o.strategies.end();
+  if (o.world < 2 || !striped) return out;
   const Mesh mesh = make_mesh(1, o.world, "--world");
   for (const bool tall : {false, true}) {
     const ModelSpec model = sharded_ns_test_model(tall);

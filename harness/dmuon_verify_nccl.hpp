@@ -19,7 +19,7 @@ struct NcclVerifyOptions {
   int world = 2;
   std::vector<Strategy> strategies = all_strategies();
   std::vector<std::string> presets = {"torch", "dmuon"};
-  std::string model_file;  // empty: distributed_test_model()
+  std::string model_file;  // empty: distributed_test_model() (the sharded case has its own model)
   std::uint64_t seed = 20261122;
   int steps = 2;
 };
