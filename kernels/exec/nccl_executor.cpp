@@ -118,9 +118,17 @@ RankExecutor::RankExecutor(comm::RankComms& comms, const Plan& plan, const Model
   DMUON_CUDA_CHECK(cudaSetDevice(comms.device()));
   require_same_plan(comms, plan, options.timeout_seconds, peer_failed);
   const auto& ops = plan.ranks[at(comms.rank())];
-  // This rank's shares of sharded Newton-Schulz calls, checked before any buffer or communicator.
-  for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
-    if (is_sharded_ns(ops[at(i)])) shard_members_.emplace(i, ns_shard_member(ops[at(i)], plan, comms.rank(), routing, describe(i)));
+  // Every rank's shares of sharded Newton-Schulz calls, checked before any buffer or communicator:
+  // a bad one stops every process alike (as a refusal must), none waits in a split for the others.
+  for (int r = 0; r < comms.world(); ++r) {
+    for (int i = 0; i < static_cast<int>(plan.ranks[at(r)].size()); ++i) {
+      const Op& op = plan.ranks[at(r)][at(i)];
+      if (!is_sharded_ns(op)) continue;
+      const std::string where = "rank " + std::to_string(r) + " op " + std::to_string(i) + " (newton_schulz '" + op.label +
+                                "', collective " + std::to_string(op.collective) + ")";
+      NsShardMember member = ns_shard_member(op, plan, r, routing, where);
+      if (r == comms.rank()) shard_members_.emplace(i, std::move(member));
+    }
   }
   waits_ = cross_stream_waits(ops, routing);
   buffers_ = std::make_unique<DeviceBuffers>(plan_footprint(plan, comms.rank(), model, routing),
