@@ -13,6 +13,7 @@
 #include "core/model/routing.hpp"
 #include "core/plan/ns_sharding.hpp"
 #include "harness/verify/sharded_ns_case.hpp"
+#include "kernels/comm/world.hpp"
 #include "kernels/cuda/ns_engine.hpp"
 #include "kernels/exec/buffers.hpp"
 #include "kernels/exec/ns_shard_member.hpp"
@@ -107,6 +108,16 @@ TEST_CASE("a member's columns, place in the matrix, group position and buffers c
     }
     std::sort(positions.begin(), positions.end());
     CHECK(positions == std::vector<int>{0, 1});
+    // The sharded call's group gets a communicator (its all-reduces run inside the op).
+    const std::vector<int> groups = comm::communicator_groups(plan);
+    const Op& first = plan.ranks[ops.front().first][ops.front().second];
+    CHECK(std::count(groups.begin(), groups.end(), first.group) == 1);
+    Plan only_ns = plan;  // with no collective left, the sharded call alone still needs one
+    for (auto& rank_ops : only_ns.ranks) {
+      rank_ops.erase(std::remove_if(rank_ops.begin(), rank_ops.end(), [](const Op& op) { return is_collective(op.kind); }),
+                     rank_ops.end());
+    }
+    CHECK(comm::communicator_groups(only_ns) == std::vector<int>{first.group});
   }
 }
 

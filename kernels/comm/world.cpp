@@ -48,16 +48,23 @@ RankComms::~RankComms() {
   if (world_comm_) (void)ncclCommDestroy(world_comm_);
 }
 
-void RankComms::prepare(const Plan& plan) {
+std::vector<int> communicator_groups(const Plan& plan) {
   std::set<int> used;
   for (const auto& ops : plan.ranks) {
     for (const Op& op : ops) {
-      if (synchronizes(op)) used.insert(op.group);  // collectives, and sharded NS's all-reduces
+      if (synchronizes(op)) used.insert(op.group);
     }
   }
+  for (int g : used) {
+    if (g < 0 || g >= static_cast<int>(plan.groups.size())) throw Error("comm: plan uses unknown group " + std::to_string(g));
+  }
+  return {used.begin(), used.end()};
+}
+
+void RankComms::prepare(const Plan& plan) {
+  const std::vector<int> used = communicator_groups(plan);
   DMUON_CUDA_CHECK(cudaSetDevice(device_));
   for (int g : used) {  // every rank walks the same groups in the same order: the splits match
-    if (g < 0 || g >= static_cast<int>(plan.groups.size())) throw Error("comm: plan uses unknown group " + std::to_string(g));
     const std::vector<int>& members = plan.groups[static_cast<std::size_t>(g)].ranks;
     if (by_members_.count(members)) continue;
     if (is_whole_world(members, world_)) {

@@ -14,6 +14,11 @@
 
 namespace dmuon::comm {
 
+// The Plan groups some op meets on (synchronizes(): the collectives and the sharded
+// Newton-Schulz calls, whose all-reduces run inside the op), ascending: the groups prepare()
+// makes communicators for. Throws dmuon::Error for an op naming an unknown group.
+std::vector<int> communicator_groups(const Plan& plan);
+
 class RankComms {
  public:
   // Collective over the world: every rank calls it with the same id. Sets the CUDA device.
@@ -29,8 +34,7 @@ class RankComms {
   int device() const { return device_; }
   ncclComm_t world_comm() const { return world_comm_; }
 
-  // Creates the communicators of every group some op of `plan` meets on (synchronizes(): the
-  // collectives and the sharded Newton-Schulz calls; collective over the world:
+  // Creates the communicators of communicator_groups(plan) (collective over the world:
   // every rank must call it with the same plan groups). Groups equal to the whole world in rank
   // order reuse the world communicator; groups seen before (same ranks) reuse theirs.
   void prepare(const Plan& plan);
