@@ -8,7 +8,6 @@
 #include <cuda_runtime_api.h>
 
 #include "core/error.hpp"
-#include "core/plan/ns_sharding.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 
 namespace dmuon::exec {
@@ -66,71 +65,6 @@ BufferTypes buffer_types_for(const OptimizerConfig& config) {
   if (ns == ElementType::fp32) throw Error("optimizer.muon.ns.compute_dtype: the NS engine runs bf16 or fp16, got fp32");
   t.ns_input = t.ns_output = ns;
   return t;
-}
-
-void Footprint::touch(std::size_t param, int kind, std::int64_t offset, std::int64_t count) {
-  if (count <= 0) return;
-  if (param >= ranges.size()) ranges.resize(param + 1, std::vector<Range>(idx(kKindCount)));
-  Range& r = ranges[param][idx(kind)];
-  if (r.empty()) {
-    r = {offset, offset + count};
-  } else {
-    r.lo = std::min(r.lo, offset);
-    r.hi = std::max(r.hi, offset + count);
-  }
-}
-
-Footprint plan_footprint(const Plan& plan, int rank, const ModelSpec& model, const Routing& routing) {
-  Footprint f;
-  f.ranges.assign(model.params.size(), std::vector<Range>(idx(kKindCount)));
-  auto touch = [&](const Region& r, std::initializer_list<int> kinds) {
-    for (int k : kinds) f.touch(r.param, k, r.offset, r.count);
-  };
-  constexpr auto K = [](BufferKind b) { return static_cast<int>(b); };
-  for (const Op& op : plan.ranks.at(idx(rank))) {
-    switch (op.kind) {
-      case OpKind::momentum:
-        for (const Region& r : op.regions) touch(r, {K(BufferKind::grad), K(BufferKind::momentum), K(BufferKind::ns_input)});
-        break;
-      case OpKind::newton_schulz:
-        if (is_sharded_ns(op) && op.matrices.size() == 1) {  // this member's columns only (ns_sharding.hpp)
-          for (const Region& r : ns_shard_regions(routing, op.matrices.front(), op.ns_column_begin, op.ns_column_end)) {
-            touch(r, {K(BufferKind::ns_input), K(BufferKind::ns_output)});
-          }
-          break;
-        }
-        for (std::size_t m : op.matrices) {
-          const Region r = matrix_region(routing, m);
-          touch(r, {K(BufferKind::ns_input), K(BufferKind::ns_output)});
-          if (std::find(f.ns_order.begin(), f.ns_order.end(), r.param) == f.ns_order.end()) f.ns_order.push_back(r.param);
-        }
-        break;
-      case OpKind::muon_update:
-        for (const Region& r : op.regions) touch(r, {K(BufferKind::param), K(BufferKind::ns_output), kMasterKind});
-        break;
-      case OpKind::adamw:
-        for (const Region& r : op.regions) {
-          touch(r, {K(BufferKind::param), K(BufferKind::grad), K(BufferKind::adam_m), K(BufferKind::adam_v), kMasterKind});
-        }
-        break;
-      case OpKind::broadcast:
-      case OpKind::reduce:
-      case OpKind::all_reduce:
-        for (const Region& r : op.regions) touch(r, {K(op.buffer)});
-        break;
-      case OpKind::all_gather:
-      case OpKind::reduce_scatter:
-        for (const Region& r : op.parts) touch(r, {K(op.buffer)});
-        break;
-      case OpKind::all_to_all:
-        for (const Transfer& t : op.transfers) {
-          if (t.src == rank) touch(t.from, {K(op.buffer)});
-          if (t.dst == rank) touch(t.to, {K(op.buffer)});
-        }
-        break;
-    }
-  }
-  return f;
 }
 
 DeviceBuffers::DeviceBuffers(const Footprint& footprint, const BufferTypes& types, int rank)

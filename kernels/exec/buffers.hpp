@@ -13,6 +13,7 @@
 #include "core/model/model_spec.hpp"
 #include "core/optimizer/optimizer_config.hpp"
 #include "core/plan/plan.hpp"
+#include "core/plan/plan_footprint.hpp"
 #include "core/model/routing.hpp"
 #include "kernels/exec/types.hpp"
 
@@ -33,25 +34,13 @@ struct BufferTypes {
 // (fp64 master weights, an fp32/fp64 NS compute dtype).
 BufferTypes buffer_types_for(const OptimizerConfig& config);
 
-// The master copy is addressed like a BufferKind; it is not one of the Plan's kinds.
-constexpr int kMasterKind = static_cast<int>(BufferKind::adam_v) + 1;
-constexpr int kKindCount = kMasterKind + 1;
-
-struct Range {
-  std::int64_t lo = 0, hi = 0;  // [lo, hi) element offsets; empty when lo >= hi
-  bool empty() const { return hi <= lo; }
-};
-
-// Which element ranges of which (param, kind) a rank's ops read or write.
-struct Footprint {
-  std::vector<std::vector<Range>> ranges;  // [param][kind]
-  // Parameters in the order the rank's Newton-Schulz ops first read them: the NS input and
-  // output buffers are laid out in this order, so the same-shape matrices of one batched call
-  // lie back to back and the NS engine reads them in place (no staging copy).
-  std::vector<std::size_t> ns_order;
-  void touch(std::size_t param, int kind, std::int64_t offset, std::int64_t count);
-};
-Footprint plan_footprint(const Plan& plan, int rank, const ModelSpec& model, const Routing& routing);
+// What a rank's ops touch, per (parameter, kind): core/plan/plan_footprint, shared with the
+// memory model of this allocation (core/cost/executor_memory).
+using dmuon::kMasterKind;
+constexpr int kKindCount = dmuon::kFootprintKinds;
+using Range = dmuon::ElementRange;
+using Footprint = dmuon::PlanFootprint;
+using dmuon::plan_footprint;
 
 class DeviceBuffers {
  public:
