@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "core/cost/fsdp2_copies.hpp"
 #include "core/error.hpp"
 #include "core/plan/ns_sharding.hpp"
 #include "core/plan/plan_writer.hpp"
@@ -224,6 +225,27 @@ void RankBuilder::set_producers() {
   }
 }
 
+int RankBuilder::fsdp2_copy(const Entries& entries, OpKind kind, Phase phase, int unit, std::vector<int> deps) {
+  if (!t_.fsdp2_copies || !cost) return -1;
+  const auto& plan_ops = plan_.ranks[static_cast<std::size_t>(rank_)];
+  double bytes = 0;
+  for (const auto& [c, members] : entries) {
+    for (int m : members) {
+      const Op& op = plan_ops[static_cast<std::size_t>(m)];
+      if (op.kind != kind) continue;
+      double elements = 0;
+      for (const Region& part : op.parts) elements += double(part.count);
+      const int ranks = static_cast<int>(plan_.groups[static_cast<std::size_t>(op.group)].ranks.size());
+      bytes += kind == OpKind::all_gather ? fsdp2_all_gather_copy_bytes(elements, ranks)
+                                          : fsdp2_reduce_scatter_copy_bytes(elements, ranks);
+    }
+  }
+  if (bytes <= 0) return -1;
+  const ElementwiseTime t = cost->elementwise_time(bytes);
+  return emit({kComputeStream, phase, "fsdp2_copy", "FSDP2 copies, unit " + std::to_string(unit), t.seconds, -1,
+               std::move(deps), std::string(source_class(t.source))});
+}
+
 // Forward: per unit its gathers (gated by the prefetch depth), then its compute. Backward, in
 // reverse: Z3 re-gathers, compute, then the unit's reductions.
 void RankBuilder::emit_forward_backward() {
@@ -238,6 +260,8 @@ void RankBuilder::emit_forward_backward() {
       mine.push_back(collective_op(c, members, gated ? std::vector<int>{fwd_compute[static_cast<std::size_t>(gate)]} : std::vector<int>{}));
     }
     const ComputeUnit& unit = units_.units[static_cast<std::size_t>(u)];
+    const int copy = fsdp2_copy(fwd_[static_cast<std::size_t>(u)], OpKind::all_gather, Phase::forward, u, mine);
+    if (copy >= 0) mine = {copy};
     fwd_compute[static_cast<std::size_t>(u)] = emit({kComputeStream, Phase::forward, "forward", "unit " + std::to_string(u),
                                                      unit.forward_s, -1, mine, std::string(source_class(unit.source))});
   }
@@ -259,9 +283,15 @@ void RankBuilder::emit_forward_backward() {
       again.launches = static_cast<int>(members.size());
       mine.push_back(emit(std::move(again)));
     }
+    if (t_.reshard_after_forward) {
+      const int copy = fsdp2_copy(fwd_[u], OpKind::all_gather, Phase::backward, static_cast<int>(u), mine);
+      if (copy >= 0) mine = {copy};
+    }
     bwd_compute[u] = emit({kComputeStream, Phase::backward, "backward", "unit " + std::to_string(u), units_.units[u].backward_s, -1,
                            mine, std::string(source_class(units_.units[u].source))});
-    for (const auto& [c, members] : bwd_[u]) collective_op(c, members, {bwd_compute[u]});
+    // The reductions wait for the gradients' copy-in when FSDP2 makes one.
+    const int copy = fsdp2_copy(bwd_[u], OpKind::reduce_scatter, Phase::backward, static_cast<int>(u), {bwd_compute[u]});
+    for (const auto& [c, members] : bwd_[u]) collective_op(c, members, {copy >= 0 ? copy : bwd_compute[u]});
   }
 }
 

@@ -30,6 +30,7 @@ class RankBuilder {
   std::set<std::pair<int, int>> edges;
   std::vector<int> positions;
   const NsConfig* ns = nullptr;  // the Newton-Schulz config: a sharded call's all-reduces
+  const CostModel* cost = nullptr;  // prices FSDP2's copies (TrainingSpec::fsdp2_copies)
 
  private:
   int merged_index(int rank, const Op& op, int unit);
@@ -39,6 +40,9 @@ class RankBuilder {
   int sharded_ns(int i, const NsTime& priced);
   void emit_forward_backward();
   void set_producers();  // SimOp::producer of the rank's forward collectives
+  // FSDP2's copy-in/out around a unit's all-gathers (or reduce-scatters) on the compute stream,
+  // after `deps`; -1 when there is nothing to copy (or fsdp2_copies is off).
+  int fsdp2_copy(const Entries& entries, OpKind kind, Phase phase, int unit, std::vector<int> deps);
   int emit(SimOp op) {
     ops_.push_back(std::move(op));
     return static_cast<int>(ops_.size()) - 1;

@@ -103,6 +103,7 @@ StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const R
     prog.collectives.clear();
     RankBuilder builder(prog, plan, routing, units, training, options.plan_as_is, merge, issue_s.has_value());
     builder.ns = &optimizer.muon.ns;
+    builder.cost = &cost;
     try {
       for (std::size_t r = 0; r < plan.ranks.size(); ++r) builder.build(static_cast<int>(r), seconds[r]);
       builder.positions = global_positions(static_cast<int>(prog.collectives.size()), builder.edges);

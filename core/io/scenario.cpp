@@ -181,6 +181,7 @@ TrainingSpec parse_training(const YamlValue& value) {
   }
   if (auto v = m.find("reshard_after_forward")) t.reshard_after_forward = v->as_bool();
   if (auto v = m.find("prefetch_layers")) t.prefetch_layers = v->as_positive_int();
+  if (auto v = m.find("fsdp2_copies")) t.fsdp2_copies = v->as_bool();
   if (auto v = m.find("activation_checkpointing")) t.activation_checkpointing = v->as_bool();
   if (auto v = m.find("moe_top_k")) t.moe_top_k = v->as_positive_int();
   if (auto v = m.find("activation_bytes_per_token_hidden")) {

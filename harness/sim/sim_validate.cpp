@@ -90,6 +90,7 @@ Validation validate_fsdp2(const nlohmann::json& j, const std::string& measured_f
   scenario.sim_mode = mode;
   scenario.training.micro_batch = positive_int(j, "micro_batch", where);
   scenario.training.seq_len = positive_int(j, "seq_len", where);
+  scenario.training.fsdp2_copies = fsdp2;  // it ran under PyTorch FSDP2: price its copies and casts
   if (scenario.model.name != model) {
     throw Error(where + ".model: '" + model + "' but scenario " + scenario_file + " has model '" + scenario.model.name + "'");
   }
