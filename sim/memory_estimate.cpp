@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/plan/strategy.hpp"
 
 namespace dmuon::sim {
 namespace {
@@ -12,25 +13,15 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 
 // Peak RSS = kBaseBytes + GPUs x (params x a + matrices x b) + GPUs^2 x kBytesPerRoute. a per
-// strategy (how many Plan and step-program ops a rank holds per parameter), fitted to the
-// slope of peak RSS between 512 and 1,024 GPUs of 16node.yaml (991 parameters, 540 matrices)
-// plus 25%; b = a / 4 from dedicated on qwen3-30b-a3b (579 parameters, 18,624 matrices: one
+// strategy (how many Plan and step-program ops a rank holds per parameter, growing with the
+// simulated steps): its traits sim_host_bytes_per_param[_per_extra_step] (core/plan/strategy.hpp),
+// fitted to the slope of peak RSS between 512 and 1,024 GPUs of 16node.yaml (991 parameters,
+// 540 matrices) plus 25%; b = a / 4 from
+// dedicated on qwen3-30b-a3b (579 parameters, 18,624 matrices: one
 // owner's broadcast per matrix, coalesced per layer). The last term is SimGrid's flat zone, one
 // route per ordered pair of GPUs (sim/platform.cpp; 172 MB at 1,024 GPUs, sim-anchors.md 1.2).
 constexpr double kBaseBytes = 64e6;
 constexpr double kBytesPerRoute = 164;
-
-double bytes_per_param(Strategy s) {
-  switch (s) {
-    case Strategy::adamw: return 2300;
-    case Strategy::ddp_redundant: return 1500;
-    case Strategy::fsdp_gather: return 3800;
-    case Strategy::zero1_a2a: return 3300;
-    case Strategy::dedicated: return 1800;
-    case Strategy::owner_striped: return 1900;
-  }
-  return 3800;
-}
 
 }  // namespace
 
@@ -38,8 +29,9 @@ SimMemoryEstimate estimate_sim_memory(const Scenario& scenario, Strategy strateg
   SimMemoryEstimate e;
   e.gpus = scenario.cluster.world_size();
   e.params = static_cast<std::int64_t>(scenario.model.params.size());
-  e.matrices = strategy == Strategy::adamw ? 0 : static_cast<std::int64_t>(routing.muon_matrices.size());
-  e.bytes_per_param = bytes_per_param(strategy);
+  const StrategyTraits t = traits(strategy);
+  e.matrices = t.ns_ranks == NsRanks::none ? 0 : static_cast<std::int64_t>(routing.muon_matrices.size());
+  e.bytes_per_param = t.sim_host_bytes_per_param + (scenario.sim_steps - 1) * t.sim_host_bytes_per_param_per_extra_step;
   e.bytes_per_matrix = e.bytes_per_param / 4;
   const double gpus = double(e.gpus);
   e.bytes = kBaseBytes + gpus * (double(e.params) * e.bytes_per_param + double(e.matrices) * e.bytes_per_matrix) +

@@ -77,6 +77,13 @@ TEST_CASE("a simulation whose memory estimate exceeds the limit is refused up fr
   REQUIRE(e.matrices == 0);  // AdamW: no Muon matrix
   // The estimate grows with the cluster: 1,024 GPUs need more than 64.
   REQUIRE(e.bytes > sim::estimate_sim_memory(flagship(8), Strategy::adamw, routing).bytes);
+  // ... and with the steps simulated (the step program is repeated), by the strategy's trait.
+  Scenario one = s, three = s;
+  one.sim_steps = 1;
+  three.sim_steps = 3;
+  const double per_step = double(e.gpus) * double(e.params) * traits(Strategy::adamw).sim_host_bytes_per_param_per_extra_step;
+  CHECK(e.bytes - sim::estimate_sim_memory(one, Strategy::adamw, routing).bytes == Approx(per_step));
+  CHECK(sim::estimate_sim_memory(three, Strategy::adamw, routing).bytes - e.bytes == Approx(per_step));
   // Refused before anything is built: a 1,024-GPU run under a 1 GiB limit fails at once with the
   // estimate in the message (building its Plan alone would take longer than this test).
   sim::RunOptions o;

@@ -33,18 +33,37 @@ Strategy parse_strategy(std::string_view name, const std::string& what) {
 StrategyTraits traits(Strategy s) {
   StrategyTraits t;
   switch (s) {
-    case Strategy::adamw: break;
+    case Strategy::adamw:
+      t.sim_host_bytes_per_param = 2300;
+      t.sim_host_bytes_per_param_per_extra_step = 240;
+      break;
     case Strategy::ddp_redundant:
-    case Strategy::fsdp_gather: t.ns_ranks = NsRanks::every_rank; break;
-    case Strategy::zero1_a2a: t.ns_ranks = NsRanks::owner_per_replica; break;
+      t.ns_ranks = NsRanks::every_rank;
+      t.sim_host_bytes_per_param = 1500;
+      t.sim_host_bytes_per_param_per_extra_step = 840;
+      break;
+    case Strategy::fsdp_gather:
+      t.ns_ranks = NsRanks::every_rank;
+      t.sim_host_bytes_per_param = 3800;
+      t.sim_host_bytes_per_param_per_extra_step = 990;
+      break;
+    case Strategy::zero1_a2a:
+      t.ns_ranks = NsRanks::owner_per_replica;
+      t.sim_host_bytes_per_param = 3300;
+      t.sim_host_bytes_per_param_per_extra_step = 310;
+      break;
     case Strategy::dedicated:
       t.ns_ranks = NsRanks::owner;
       t.owner_keeps_matrix = true;
+      t.sim_host_bytes_per_param = 1800;
+      t.sim_host_bytes_per_param_per_extra_step = 200;
       break;
     case Strategy::owner_striped:
       t.ns_ranks = NsRanks::owner;
       t.owner_keeps_matrix = true;
       t.rail_striped = true;
+      t.sim_host_bytes_per_param = 1900;
+      t.sim_host_bytes_per_param_per_extra_step = 310;
       break;
   }
   return t;

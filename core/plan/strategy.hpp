@@ -30,6 +30,14 @@ struct StrategyTraits {
   // The forward broadcast and backward reduce of a matrix are split over the node's GPUs and
   // cross the network on every rail (core/plan/striped_collectives.hpp), not on the owner's alone.
   bool rail_striped = false;
+  // Host bytes per model parameter that one GPU's Plan and step program take when simulated
+  // (sim/memory_estimate.hpp refuses a simulation that would not fit before planning it): for
+  // one simulated step, and for each further step of simulation.steps (the step program is
+  // repeated, the Plan is not). Measured: the slope of dmuon-sim's peak RSS between 512 and
+  // 1,024 GPUs of 16node.yaml, plus 25% (one step: reports/sim-speed.md; two steps: 2026-11-23
+  // 20:10-20:20 UTC, the same way). A new strategy measures its own.
+  double sim_host_bytes_per_param = 3800;
+  double sim_host_bytes_per_param_per_extra_step = 1000;
 
   bool has_owners() const { return ns_ranks == NsRanks::owner || ns_ranks == NsRanks::owner_per_replica; }
 };
