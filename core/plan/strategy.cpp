@@ -31,42 +31,17 @@ Strategy parse_strategy(std::string_view name, const std::string& what) {
 }
 
 StrategyTraits traits(Strategy s) {
-  StrategyTraits t;
+  // One row per strategy: who runs NS, owner keeps the matrix, rail-striped, simulator host
+  // bytes per parameter (one step, each further step).
   switch (s) {
-    case Strategy::adamw:
-      t.sim_host_bytes_per_param = 2300;
-      t.sim_host_bytes_per_param_per_extra_step = 240;
-      break;
-    case Strategy::ddp_redundant:
-      t.ns_ranks = NsRanks::every_rank;
-      t.sim_host_bytes_per_param = 1500;
-      t.sim_host_bytes_per_param_per_extra_step = 840;
-      break;
-    case Strategy::fsdp_gather:
-      t.ns_ranks = NsRanks::every_rank;
-      t.sim_host_bytes_per_param = 3800;
-      t.sim_host_bytes_per_param_per_extra_step = 990;
-      break;
-    case Strategy::zero1_a2a:
-      t.ns_ranks = NsRanks::owner_per_replica;
-      t.sim_host_bytes_per_param = 3300;
-      t.sim_host_bytes_per_param_per_extra_step = 310;
-      break;
-    case Strategy::dedicated:
-      t.ns_ranks = NsRanks::owner;
-      t.owner_keeps_matrix = true;
-      t.sim_host_bytes_per_param = 1800;
-      t.sim_host_bytes_per_param_per_extra_step = 200;
-      break;
-    case Strategy::owner_striped:
-      t.ns_ranks = NsRanks::owner;
-      t.owner_keeps_matrix = true;
-      t.rail_striped = true;
-      t.sim_host_bytes_per_param = 1900;
-      t.sim_host_bytes_per_param_per_extra_step = 310;
-      break;
+    case Strategy::adamw: return {NsRanks::none, false, false, 2300, 240};
+    case Strategy::ddp_redundant: return {NsRanks::every_rank, false, false, 1500, 840};
+    case Strategy::fsdp_gather: return {NsRanks::every_rank, false, false, 3800, 990};
+    case Strategy::zero1_a2a: return {NsRanks::owner_per_replica, false, false, 3300, 310};
+    case Strategy::dedicated: return {NsRanks::owner, true, false, 1800, 200};
+    case Strategy::owner_striped: return {NsRanks::owner, true, true, 1900, 310};
   }
-  return t;
+  throw Error("traits: unknown strategy");
 }
 
 }  // namespace dmuon
