@@ -5,6 +5,7 @@
 #include <string>
 
 #include "catch_compat.hpp"
+#include "two_block_model.hpp"
 #include "core/cost/executor_memory.hpp"
 #include "core/model/routing.hpp"
 #include "core/plan/plan_builders.hpp"
@@ -13,15 +14,6 @@ using namespace dmuon;
 
 namespace {
 
-ParamSpec param(const std::string& name, std::vector<std::int64_t> shape, ParamRole role, int layer) {
-  ParamSpec p;
-  p.name = name;
-  p.shape = std::move(shape);
-  p.role = role;
-  p.layer = layer;
-  return p;
-}
-
 // Every dimension a multiple of 256, so that every half of every parameter is a whole number of
 // 256-byte units in bf16 and no sub-buffer is padded: embedding and head 128x256 (AdamW), two
 // blocks of norm 256 (AdamW), wq 256x256 and w1 512x256 (Muon).
@@ -29,19 +21,7 @@ constexpr double kMuon = 2 * (65536.0 + 131072.0);    // 393216
 constexpr double kAdamW = 2 * 32768.0 + 2 * 256.0;     // 66048
 constexpr double kTotal = kMuon + kAdamW;              // 459264
 
-ModelSpec aligned_model() {
-  ModelSpec m;
-  m.name = "aligned";
-  m.params.push_back(param("embed", {128, 256}, ParamRole::embedding, -1));
-  for (int l = 0; l < 2; ++l) {
-    const std::string b = "layers." + std::to_string(l) + ".";
-    m.params.push_back(param(b + "norm", {256}, ParamRole::norm, l));
-    m.params.push_back(param(b + "wq", {256, 256}, ParamRole::matrix, l));
-    m.params.push_back(param(b + "w1", {512, 256}, ParamRole::matrix, l));
-  }
-  m.params.push_back(param("head", {128, 256}, ParamRole::output_head, -1));
-  return m;
-}
+ModelSpec aligned_model() { return test::two_block_model("aligned", 128, 256); }
 
 struct Fixture {
   ModelSpec model = aligned_model();
@@ -99,7 +79,7 @@ TEST_CASE("dedicated: the busiest owner's matrices, whatever the strategy's name
 TEST_CASE("every sub-buffer is rounded up to 256 bytes", "[memory][executor]") {
   ModelSpec model;
   model.name = "tiny";
-  model.params.push_back(param("layers.0.norm", {10}, ParamRole::norm, 0));  // 20 B bf16, 40 B fp32
+  model.params.push_back(test::param("layers.0.norm", {10}, ParamRole::norm, 0));  // 20 B bf16, 40 B fp32
   const Routing routing = route_parameters(model, {});
   const Plan plan = build_plan(Strategy::adamw, model, routing, Mesh{1, 1}, {});
   const MemoryBreakdown m = executor_memory_per_gpu(plan, model, routing);

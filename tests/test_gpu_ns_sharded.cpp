@@ -6,6 +6,7 @@
 #include <Eigen/SVD>
 
 #include "catch_compat.hpp"
+#include "ns_shard_blocks.hpp"
 #include "gpu_skip.hpp"
 #include "core/optimizer/ns_rounding.hpp"
 #include "core/plan/ns_sharding.hpp"
@@ -21,14 +22,7 @@ namespace {
 
 double rel(const Eigen::MatrixXd& got, const Eigen::MatrixXd& want) { return (got - want).norm() / want.norm(); }
 
-std::vector<Eigen::MatrixXd> column_blocks(const Eigen::MatrixXd& wide, int k) {
-  std::vector<Eigen::MatrixXd> out;
-  for (int j = 0; j < k; ++j) {
-    const auto [begin, end] = ns_shard_columns(wide.cols(), k, j);
-    out.push_back(wide.middleCols(begin, end - begin));
-  }
-  return out;
-}
+using test::column_blocks;
 
 Eigen::MatrixXd joined(const std::vector<Eigen::MatrixXd>& blocks) {
   Eigen::Index cols = 0;

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "catch_compat.hpp"
+#include "two_block_model.hpp"
 #include "core/error.hpp"
 #include "core/cost/memory_model.hpp"
 #include "core/plan/plan_builders.hpp"
@@ -12,31 +13,10 @@ using namespace dmuon;
 
 namespace {
 
-ParamSpec param(const std::string& name, std::vector<std::int64_t> shape, ParamRole role, int layer) {
-  ParamSpec p;
-  p.name = name;
-  p.shape = std::move(shape);
-  p.role = role;
-  p.layer = layer;
-  return p;
-}
-
 // 560 elements: embedding and head 80 each (AdamW, outside any block), and two blocks of a
 // norm (8, AdamW), wq 8x8 and w1 16x8 (Muon): 384 Muon elements, 176 AdamW; the largest
 // block 200 elements, the largest Muon parameter 128, the largest block's Muon parameters 192.
-ModelSpec small_model() {
-  ModelSpec m;
-  m.name = "small";
-  m.params.push_back(param("embed", {10, 8}, ParamRole::embedding, -1));
-  for (int l = 0; l < 2; ++l) {
-    const std::string b = "layers." + std::to_string(l) + ".";
-    m.params.push_back(param(b + "norm", {8}, ParamRole::norm, l));
-    m.params.push_back(param(b + "wq", {8, 8}, ParamRole::matrix, l));
-    m.params.push_back(param(b + "w1", {16, 8}, ParamRole::matrix, l));
-  }
-  m.params.push_back(param("head", {10, 8}, ParamRole::output_head, -1));
-  return m;
-}
+ModelSpec small_model() { return test::two_block_model("small", 10, 8); }
 
 TrainingSpec small_training() {
   TrainingSpec t;

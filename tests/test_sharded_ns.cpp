@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "catch_compat.hpp"
+#include "ns_shard_blocks.hpp"
 #include "error_message.hpp"
 #include "core/cost/device_profile.hpp"
 #include "core/error.hpp"
@@ -38,15 +39,7 @@ Eigen::MatrixXd random_matrix(Eigen::Index rows, Eigen::Index cols, unsigned see
   return m;
 }
 
-// The wide input cut into k column blocks as ns_shard_columns cuts it.
-std::vector<Eigen::MatrixXd> column_blocks(const Eigen::MatrixXd& wide, int k) {
-  std::vector<Eigen::MatrixXd> out;
-  for (int j = 0; j < k; ++j) {
-    const auto [begin, end] = ns_shard_columns(wide.cols(), k, j);
-    out.push_back(wide.middleCols(begin, end - begin));
-  }
-  return out;
-}
+using test::column_blocks;
 
 Params random_params(const ModelSpec& model, unsigned seed) {
   std::mt19937_64 rng(seed);
