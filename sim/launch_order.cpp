@@ -5,6 +5,8 @@
 #include <queue>
 #include <tuple>
 
+#include "core/plan/plan_writer.hpp"
+
 namespace dmuon::sim {
 namespace {
 
@@ -40,9 +42,9 @@ bool overlap(const Op& a, const Op& b) {
 
 // The unit of a forward/backward collective: -1 when it spans several units (a DDP bucket is
 // then placed after the last of its units' backward, and never merged).
-// Visits the op's parameters as they come (repeats included, unsorted): whether they share one
-// unit and the lowest unit do not depend on the order, and skipping params_touched's sorted
-// copy matters (three calls per collective and rank).
+// Visits the op's parameters as they come (core's for_each_param: repeats included, unsorted):
+// whether they share one unit and the lowest unit do not depend on the order, and skipping
+// params_touched's sorted copy matters (three calls per collective and rank).
 int unit_of(const Op& op, const Routing& routing, const ForwardBackwardCost& units, int* latest_backward) {
   int unit = -1, first = 1 << 30;
   bool single = true;
@@ -52,10 +54,7 @@ int unit_of(const Op& op, const Routing& routing, const ForwardBackwardCost& uni
     unit = u;
     first = std::min(first, u);
   };
-  for (std::size_t m : op.matrices) visit(routing.muon_matrices[m].param);
-  for (const Region& r : op.regions) visit(r.param);
-  for (const Region& r : op.parts) visit(r.param);
-  for (const Transfer& t : op.transfers) visit(t.from.param);
+  for_each_param(op, routing, visit);
   *latest_backward = first;  // backward runs units in reverse: the lowest one finishes last
   return single ? unit : -1;
 }

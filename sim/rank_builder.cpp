@@ -188,20 +188,6 @@ int RankBuilder::sharded_ns(int i, const NsTime& priced) {
   return index;
 }
 
-namespace {
-
-// Calls f(param) for every parameter the op touches (repeats included; no sorted copy: this
-// runs once per Plan op of every rank).
-template <class F>
-void for_each_param(const Op& op, const Routing& routing, F f) {
-  for (std::size_t m : op.matrices) f(routing.muon_matrices[m].param);
-  for (const Region& r : op.regions) f(r.param);
-  for (const Region& r : op.parts) f(r.param);
-  for (const Transfer& t : op.transfers) f(t.from.param), f(t.to.param);
-}
-
-}  // namespace
-
 // Steady state across steps: a forward collective of step t+1 reads parameters that this rank
 // updates (or that its owner sends) in step t's optimizer phase; it waits for the last
 // optimizer op of this rank touching any of them. On an owner that is the matrix's update; on

@@ -54,10 +54,7 @@ void params_touched_into(const Op& op, const Routing& routing, std::size_t param
   auto add = [&](std::size_t p) {
     if (out.empty() || out.back() != p) out.push_back(p);
   };
-  for (std::size_t m : op.matrices) add(routing.muon_matrices[m].param);
-  for (const Region& r : op.regions) add(r.param);
-  for (const Region& r : op.parts) add(r.param);
-  for (const Transfer& t : op.transfers) add(t.from.param);
+  for_each_param(op, routing, add);
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   if (!out.empty() && out.back() >= params) {

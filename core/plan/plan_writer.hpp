@@ -73,5 +73,15 @@ std::vector<BufferKind> buffers_read(const Op& op);
 std::vector<BufferKind> buffers_written(const Op& op);
 // Parameters an op touches.
 std::vector<std::size_t> params_touched(const Op& op, const Routing& routing);
+// Calls f(param) for every parameter the op touches, in the op's order with repeats and without
+// allocating: for callers that visit every op of every rank (params_touched sorts this). A
+// transfer moves a region within one parameter (its `to` names the same one as its `from`).
+template <class F>
+void for_each_param(const Op& op, const Routing& routing, F&& f) {
+  for (std::size_t m : op.matrices) f(routing.muon_matrices[m].param);
+  for (const Region& r : op.regions) f(r.param);
+  for (const Region& r : op.parts) f(r.param);
+  for (const Transfer& t : op.transfers) f(t.from.param);
+}
 
 }  // namespace dmuon
