@@ -9,6 +9,7 @@
 #include "core/cost/device_profile.hpp"
 #include "core/error.hpp"
 #include "core/model/model_yaml.hpp"
+#include "core/plan/ns_sharding.hpp"
 #include "core/plan/step_planner.hpp"
 #include "harness/verify/distributed_checks.hpp"
 #include "harness/verify/sharded_ns_case.hpp"

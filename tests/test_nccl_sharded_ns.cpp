@@ -56,15 +56,15 @@ TEST_CASE("the verify case's cost settings make the planner shard the dominant m
       INFO((tall ? "tall " : "wide ") << preset);
       const Case c(tall, preset);
       const Plan plan = c.plan(verify::free_link_plan_options());
-      CHECK(verify::sharded_ns_calls(plan) == 1);
+      CHECK(sharded_ns_calls(plan) == 1);
       for (const auto& [rank, index] : sharded_ops(plan)) {
         CHECK(c.routing.muon_matrices[plan.ranks[rank][index].matrices[0]].name == "layers.1.mlp.weight");
       }
       // Not hard-wired: with the planner's defaults (no link to price) or sharding off, none.
-      CHECK(verify::sharded_ns_calls(c.plan(StepPlanOptions())) == 0);
+      CHECK(sharded_ns_calls(c.plan(StepPlanOptions())) == 0);
       StepPlanOptions off = verify::free_link_plan_options();
       off.sharded_ns = false;
-      CHECK(verify::sharded_ns_calls(c.plan(off)) == 0);
+      CHECK(sharded_ns_calls(c.plan(off)) == 0);
     }
   }
 }
@@ -156,7 +156,7 @@ TEST_CASE("the CPU interpreter runs the verify case's sharded Plans to the refer
       INFO((tall ? "tall " : "wide ") << preset);
       const Case c(tall, preset);
       const Plan plan = c.plan(verify::free_link_plan_options());
-      REQUIRE(verify::sharded_ns_calls(plan) == 1);
+      REQUIRE(sharded_ns_calls(plan) == 1);
       std::mt19937_64 rng(11);
       std::normal_distribution<double> normal(0.0, 1.0);
       auto random = [&](const ModelSpec& m) {

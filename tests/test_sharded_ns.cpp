@@ -4,7 +4,6 @@
 // malformed sharded calls with a message naming the problem.
 #include <algorithm>
 #include <random>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -213,16 +212,6 @@ StepPlan plan_wide(const WideMlp& f, bool sharded, double nvlink_GBps) {
   return plan_step(f.model, f.routing, f.optimizer, Strategy::owner_striped, Mesh{2, 4}, f.cost, o);
 }
 
-int sharded_calls(const Plan& plan) {
-  std::set<std::int64_t> ids;
-  for (const auto& ops : plan.ranks) {
-    for (const Op& op : ops) {
-      if (is_sharded_ns(op)) ids.insert(op.collective);
-    }
-  }
-  return static_cast<int>(ids.size());
-}
-
 }  // namespace
 
 TEST_CASE("the planner shards Newton-Schulz where the cost model says it pays", "[sharded-ns][planner]") {
@@ -230,9 +219,9 @@ TEST_CASE("the planner shards Newton-Schulz where the cost model says it pays", 
   const StepPlan with = plan_wide(f, true, 160);
   const StepPlan without = plan_wide(f, false, 160);
   const StepPlan no_link = plan_wide(f, true, 0);  // no NVLink figure: nothing to price it with
-  CHECK(sharded_calls(with.plan) >= 2);            // the MLP matrices
-  CHECK(sharded_calls(without.plan) == 0);
-  CHECK(sharded_calls(no_link.plan) == 0);
+  CHECK(sharded_ns_calls(with.plan) >= 2);            // the MLP matrices
+  CHECK(sharded_ns_calls(without.plan) == 0);
+  CHECK(sharded_ns_calls(no_link.plan) == 0);
   REQUIRE(with.assignment.has_value());
   REQUIRE(without.assignment.has_value());
   CHECK(with.assignment->makespan_seconds < 0.9 * without.assignment->makespan_seconds);

@@ -1,6 +1,7 @@
 #include "core/plan/ns_sharding.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include "core/error.hpp"
 
@@ -98,6 +99,16 @@ void refuse_sharded_ns(const Plan& plan, const std::string& executor) {
                   executor + "; plan without it (scenario planner.sharded_ns: false)");
     }
   }
+}
+
+int sharded_ns_calls(const Plan& plan) {
+  std::set<std::int64_t> calls;
+  for (const auto& ops : plan.ranks) {
+    for (const Op& op : ops) {
+      if (is_sharded_ns(op)) calls.insert(op.collective);
+    }
+  }
+  return static_cast<int>(calls.size());
 }
 
 }  // namespace dmuon

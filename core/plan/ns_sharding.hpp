@@ -81,4 +81,7 @@ double sharded_ns_seconds(const CostModel& cost, const NsConfig& ns, std::int64_
 // at once instead of the ranks without a sharded call waiting for the others.
 void refuse_sharded_ns(const Plan& plan, const std::string& executor);
 
+// Distinct sharded Newton-Schulz calls in a Plan (by collective id).
+int sharded_ns_calls(const Plan& plan);
+
 }  // namespace dmuon

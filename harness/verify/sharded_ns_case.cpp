@@ -1,6 +1,5 @@
 #include "harness/verify/sharded_ns_case.hpp"
 
-#include <set>
 #include <string>
 
 #include "core/cost/device_profile.hpp"
@@ -35,16 +34,6 @@ StepPlanOptions free_link_plan_options() {
   o.node_link.bw_GBps = 1e9;  // 1 EB/s: the all-reduces' bytes cost nothing either
   o.node_link.latency_us = 0;
   return o;
-}
-
-int sharded_ns_calls(const Plan& plan) {
-  std::set<std::int64_t> calls;
-  for (const auto& ops : plan.ranks) {
-    for (const Op& op : ops) {
-      if (is_sharded_ns(op)) calls.insert(op.collective);
-    }
-  }
-  return static_cast<int>(calls.size());
 }
 
 }  // namespace dmuon::verify

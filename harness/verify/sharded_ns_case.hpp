@@ -26,7 +26,4 @@ CostModel flops_only_cost();
 // (core/owners/owner_sharded.hpp: calls above the fair share) asks for it. The planner decides.
 StepPlanOptions free_link_plan_options();
 
-// Distinct sharded Newton-Schulz calls in a Plan (by collective id).
-int sharded_ns_calls(const Plan& plan);
-
 }  // namespace dmuon::verify
