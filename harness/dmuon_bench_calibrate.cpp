@@ -257,8 +257,13 @@ void print_summary(const CalibrationTable& t, const std::string& out) {
             << (t.forward_backward ? std::to_string(t.forward_backward->layers.size()) + " layers, " +
                                          std::to_string(t.forward_backward->gemm.size()) + " GEMMs, " +
                                          std::to_string(t.forward_backward->attention.size()) + " attention"
-                                   : std::string("none (no --layers-json)"))
-            << std::endl;
+                                   : std::string("none (no --layers-json)"));
+  if (t.forward_backward) {
+    for (const auto& f : t.forward_backward->host_floor) {
+      std::cout << ", host floor " << to_string(f.mode) << " " << f.per_layer_s * 1e3 << " ms a layer";
+    }
+  }
+  std::cout << std::endl;
 }
 
 CalibrationTable run(const Args& a, const Inputs& in, int* argc, char*** argv) {

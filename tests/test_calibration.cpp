@@ -36,6 +36,9 @@ forward_backward:
   gemm: [{tokens: 4096, in: 2048, out: 11008, forward_s: 0.0004, backward_s: 0.0008}]
   attention: [{samples: 2, seq_len: 2048, heads: 16, kv_heads: 2, head_dim: 128, forward_s: 0.0003, backward_s: 0.0009}]
   layers: [{model: qwen2.5-3b, part: block, micro_batch: 2, seq_len: 2048, forward_s: 0.002, backward_s: 0.004}]
+  host_floor:
+    - {model: qwen2.5-3b, mode: eager, micro_batch: 1, seq_len: 32, layers: [2, 6], fwd_bwd_s: [0.012, 0.026], per_layer_s: 0.0035, per_step_s: 0.005}
+    - {model: qwen2.5-3b, mode: fsdp2, micro_batch: 1, seq_len: 32, layers: [2, 6], fwd_bwd_s: [0.02, 0.05], per_layer_s: 0.0075, per_step_s: 0.005}
 )Y";
 
 std::string replaced(std::string text, const std::string& from, const std::string& to) {
@@ -69,6 +72,12 @@ TEST_CASE("a v2 calibration file loads every key", "[calibration]") {
   CHECK(t.forward_backward->gemm[0].out_features == 11008);
   CHECK(t.forward_backward->attention.at(0).kv_heads == 2);
   CHECK(t.forward_backward->layers.at(0).part == "block");
+  REQUIRE(t.forward_backward->host_floor.size() == 2);
+  const HostFloor* fsdp2 = host_floor_of(t.forward_backward->host_floor, HostFloorMode::fsdp2);
+  REQUIRE(fsdp2);
+  CHECK(fsdp2->per_layer_s == 0.0075);
+  CHECK(fsdp2->fwd_bwd_s == std::vector<double>{0.02, 0.05});
+  CHECK(fsdp2->layers == std::vector<long>{2, 6});
 }
 
 TEST_CASE("the calibration reader refuses bad v2 files naming file:line: key", "[calibration]") {
@@ -101,6 +110,12 @@ TEST_CASE("the calibration reader refuses bad v2 files naming file:line: key", "
         "launch_overhead_us: repeated key");
   fails(replaced(kV2, "  copy:", "  cast:"), "c.yaml:13: elementwise_curves.cast: unknown key");
   fails(replaced(kV2, "commit: 73d22eb", "commit: \"\""), "c.yaml:7: commit: must not be empty");
+  fails(replaced(kV2, "mode: fsdp2", "mode: ddp"), "c.yaml:25: forward_backward.host_floor[1].mode: expected eager or fsdp2, got 'ddp'");
+  fails(replaced(kV2, "mode: fsdp2", "mode: eager"), "c.yaml:25: forward_backward.host_floor[1]: a second host floor for mode eager");
+  fails(replaced(kV2, "per_layer_s: 0.0035", "per_layer_s: -0.001"), "forward_backward.host_floor[0].per_layer_s: must be > 0");
+  fails(replaced(kV2, "fwd_bwd_s: [0.012, 0.026]", "fwd_bwd_s: [0.012]"), "host_floor[0].fwd_bwd_s: needs one time per entry of layers");
+  fails(replaced(kV2, "fwd_bwd_s: [0.012, 0.026]", "fwd_bwd_s: [0.012, 0]"), "host_floor[0].fwd_bwd_s: times must be > 0");
+  fails(replaced(kV2, "per_step_s: 0.005}", "per_step_s: 0.005, hosts: 2}"), "forward_backward.host_floor[0].hosts: unknown key");
   const std::string two_gemms = replaced(kV2, "backward_s: 0.0008}]", "backward_s: 0.0008}, {tokens: 4096, in: 2048, out: 11008, forward_s: 1, backward_s: 2}]");
   fails(two_gemms, "forward_backward.gemm[1]: measures the same call as forward_backward.gemm[0]");
 }
@@ -123,6 +138,7 @@ TEST_CASE("v1 calibration files still load; save -> load is exact", "[calibratio
   auto t = parse_text(kV2);
   t.collectives[0].curve.points[0].second = 0.1 + 0.2;
   t.forward_backward->layers[0].backward_s = std::nextafter(0.004, 1.0);
+  t.forward_backward->host_floor[0].per_step_s = -(0.1 + 0.2);
   CHECK(parse_text(calibration_to_yaml(t)) == t);
 }
 
@@ -241,6 +257,7 @@ TEST_CASE("collective_seconds follows the curve of exactly that kind and communi
 TEST_CASE("source classes: measured, interpolated, datasheet", "[calibration]") {
   CHECK(source_class("measured") == "measured");
   CHECK(source_class("measured total") == "measured");
+  CHECK(source_class("host floor") == "measured");
   CHECK(source_class("interpolated") == "interpolated");
   CHECK(source_class("roofline") == "datasheet");
   CHECK(source_class("datasheet") == "datasheet");

@@ -175,3 +175,48 @@ TEST_CASE("measured layers come first, then building blocks, then the datasheet"
   CHECK(d.units[0].source == "interpolated");  // the embedding has no attention
   CHECK_THAT(d.description, Catch::Contains("datasheet: FLOPs at mfu"));
 }
+
+TEST_CASE("a block below the host's floor takes the floor; the framework picks the floor", "[fb][host_floor]") {
+  const ModelSpec m = model("qwen2.5-3b.yaml");
+  TrainingSpec t;
+  t.seq_len = 2048, t.micro_batch = 2;
+  ForwardBackwardTable table;
+  table.layers = {{"qwen2.5-3b", "block", 2, 2048, 0.001, 0.002},
+                  {"qwen2.5-3b", "embedding", 2, 2048, 0.0001, 0.0003},
+                  {"qwen2.5-3b", "head", 2, 2048, 0.002, 0.003}};
+  const auto gpu = forward_backward_cost(m, t, 989, &table);
+  REQUIRE(gpu.units.size() == 38);
+
+  // Floor below every block's 3 ms: every figure as without it.
+  table.host_floor = {{"qwen2.5-3b", HostFloorMode::eager, 1, 32, {2, 6}, {0.01, 0.02}, 0.0025, 0.005}};
+  const auto low = forward_backward_cost(m, t, 989, &table);
+  CHECK(low.total_s == gpu.total_s);
+  CHECK(low.units[4].source == "measured");
+  CHECK_THAT(low.description, Catch::Contains("binds 0 of 36 blocks"));
+
+  // Eager floor 4.5 ms: each block 1.5 + 3 ms, forward and backward as 1 : 2; the embedding and
+  // head are not blocks and keep their times.
+  table.host_floor[0].per_layer_s = 0.0045;
+  const auto eager = forward_backward_cost(m, t, 989, &table);
+  for (int u = 1; u <= 36; ++u) {
+    CHECK(eager.units[u].source == "host floor");
+    CHECK(eager.units[u].forward_s == Approx(0.0015).epsilon(1e-12));
+    CHECK(eager.units[u].backward_s == Approx(0.003).epsilon(1e-12));
+  }
+  CHECK(eager.units[0].forward_s == 0.0001);
+  CHECK(eager.units.back().backward_s == 0.003);
+  CHECK(eager.total_s == Approx(gpu.total_s + 36 * 0.0015).epsilon(1e-12));
+  CHECK_THAT(eager.description, Catch::Contains("host floor 4.5 ms a layer (eager, measured on qwen2.5-3b) binds 36 of 36"));
+
+  // Under FSDP2 (the scenario prices FSDP2's copies): the FSDP2 floor where the file has one, else eager's.
+  t.fsdp2_copies = true;
+  CHECK(forward_backward_cost(m, t, 989, &table).total_s == eager.total_s);
+  table.host_floor.push_back({"qwen2.5-3b", HostFloorMode::fsdp2, 1, 32, {2, 6}, {0.02, 0.05}, 0.0075, 0.005});
+  const auto fsdp2 = forward_backward_cost(m, t, 989, &table);
+  CHECK(fsdp2.units[9].forward_s + fsdp2.units[9].backward_s == Approx(0.0075).epsilon(1e-12));
+  CHECK_THAT(fsdp2.description, Catch::Contains("(fsdp2, measured on qwen2.5-3b)"));
+
+  // A measured total is the whole step as measured: no floor on top.
+  t.fwd_bwd_seconds = 0.1;
+  CHECK(forward_backward_cost(m, t, 989, &table).total_s == Approx(0.1).epsilon(1e-12));
+}

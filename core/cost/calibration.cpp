@@ -31,7 +31,7 @@ double SizeCurve::seconds_at(double x) const {
 }
 
 std::string_view source_class(std::string_view source) {
-  if (source == "measured" || source == "measured total") return "measured";
+  if (source == "measured" || source == "measured total" || source == "host floor") return "measured";
   if (source == "interpolated") return "interpolated";
   return "datasheet";
 }

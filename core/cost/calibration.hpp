@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/cost/device_profile.hpp"
+#include "core/cost/host_floor.hpp"
 #include "core/optimizer/dtype.hpp"
 #include "core/cost/ns_efficiency.hpp"
 #include "core/cost/ns_flops.hpp"
@@ -90,6 +91,7 @@ struct ForwardBackwardTable {
   std::vector<AttentionTiming> attention;
   std::vector<LayerTiming> layers;
   std::optional<double> elementwise_GBps;  // PyTorch's elementwise kernels (norms, activations)
+  std::vector<HostFloor> host_floor;       // the host's floor per decoder layer (host_floor.hpp)
   bool operator==(const ForwardBackwardTable&) const = default;
 };
 
@@ -117,6 +119,7 @@ struct ForwardBackwardTable {
 //                  forward_s: ..., backward_s: ...}, ...]
 //     layers: [{model: qwen2.5-3b, part: block, micro_batch: 2, seq_len: 2048,
 //               forward_s: ..., backward_s: ...}, ...]
+//     host_floor: [{model: qwen2.5-3b, mode: eager, ...}, ...]   # core/cost/host_floor.hpp
 // `restarts` is optional (default none). Reading is strict: unknown or repeated keys,
 // seconds <= 0 and two entries for the same measurement fail with file:line: key; so do a
 // curve whose x is not > 0 and strictly increasing, an unknown collective kind, two curves

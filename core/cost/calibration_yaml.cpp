@@ -209,6 +209,7 @@ ForwardBackwardTable parse_forward_backward_section(const YamlValue& v) {
       return std::tie(a.model, a.part, a.micro_batch, a.seq_len) == std::tie(b.model, b.part, b.micro_batch, b.seq_len);
     });
   }
+  if (auto x = m.find("host_floor")) t.host_floor = parse_host_floors(*x);
   m.finish();
   return t;
 }
@@ -308,6 +309,7 @@ void emit_forward_backward(YAML::Emitter& out, const ForwardBackwardTable& t) {
     }
     out << YAML::EndSeq;
   }
+  emit_host_floors(out, t.host_floor);
   out << YAML::EndMap;
 }
 

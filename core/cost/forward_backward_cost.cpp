@@ -183,6 +183,27 @@ std::optional<ForwardBackwardSeconds> interpolated(const Work& w, const GemmGrid
   return s;
 }
 
+// The floor of the framework the step runs under: FSDP2's where the training is FSDP2 (the
+// scenario prices its copies, training.fsdp2_copies) and the file has one, else eager PyTorch's
+// (FSDP2 runs at least the eager layer's work on the host).
+const HostFloor* floor_for(const ForwardBackwardTable& table, const TrainingSpec& t) {
+  if (t.fsdp2_copies) {
+    if (const HostFloor* f = host_floor_of(table.host_floor, HostFloorMode::fsdp2)) return f;
+  }
+  return host_floor_of(table.host_floor, HostFloorMode::eager);
+}
+
+// A block whose GPU time is below the host's floor takes the floor, forward and backward in
+// their own proportion: the GPU idles between kernels the host has not issued yet. 1 if raised.
+int raise_to_floor(ComputeUnit& unit, const HostFloor& floor) {
+  const double gpu = unit.forward_s + unit.backward_s;
+  if (!(gpu < floor.per_layer_s) || gpu <= 0) return 0;
+  const double scale = floor.per_layer_s / gpu;
+  unit.forward_s *= scale, unit.backward_s *= scale;
+  unit.source = "host floor";
+  return 1;
+}
+
 std::string describe(const ForwardBackwardCost& c, const std::string& datasheet) {
   if (c.seconds_by_source.size() == 1 && c.seconds_by_source.front().first == "datasheet") return datasheet;
   std::string out = "forward_backward calibration:";
@@ -225,6 +246,9 @@ ForwardBackwardCost forward_backward_cost(const ModelSpec& model, const Training
   const AttentionGrid attention(table ? table->attention : std::vector<AttentionTiming>{});
   std::map<std::string, double> by_source;
   bool all_flop_priced = true;
+  const HostFloor* floor = table ? floor_for(*table, training) : nullptr;
+  int bound_blocks = 0, blocks = 0;
+  for (const ComputeUnit& unit : c.units) blocks += unit.part == 1;
   for (ComputeUnit& unit : c.units) {
     const UnitKey key{unit.tower, unit.part, unit.layer};
     unit.forward_s = unit.forward_flops * s_per_flop;
@@ -238,19 +262,26 @@ ForwardBackwardCost forward_backward_cost(const ModelSpec& model, const Training
         unit.forward_s = s->forward_s, unit.backward_s = s->backward_s, unit.source = "interpolated";
       }
     }
+    if (floor && unit.part == 1 && unit.source != "measured total") bound_blocks += raise_to_floor(unit, *floor);
     all_flop_priced = all_flop_priced && (unit.source == "datasheet" || unit.source == "measured total");
     by_source[std::string(unit.source)] += unit.forward_s + unit.backward_s;
     c.total_s += unit.forward_s + unit.backward_s;
   }
   // The FLOP-priced total is computed as it always was, so that figures stay identical.
   if (all_flop_priced) c.total_s = 3 * total_flops * s_per_flop;
-  for (const char* s : {"measured total", "measured", "interpolated", "datasheet"}) {
+  for (const char* s : {"measured total", "measured", "interpolated", "host floor", "datasheet"}) {
     if (by_source.count(s)) c.seconds_by_source.emplace_back(s, by_source.at(s));
   }
   if (training.fwd_bwd_seconds) {
     c.description = datasheet;
   } else {
     c.description = describe(c, datasheet);
+  }
+  if (floor) {
+    std::snprintf(buf, sizeof buf, "; host floor %.3g ms a layer (%s, measured on %s) binds %d of %d blocks",
+                  floor->per_layer_s * 1e3, std::string(to_string(floor->mode)).c_str(), floor->model.c_str(),
+                  bound_blocks, blocks);
+    c.description += buf;
   }
   return c;
 }

@@ -40,7 +40,7 @@ if [ -f harness/tools/measure_layers.py ]; then
   say "forward/backward layers (measure_layers.py)"
   # Bounded: the layers must leave the calibration most of the device call's 10 minutes.
   if PYTHONUNBUFFERED=1 timeout 240 python3 harness/tools/measure_layers.py --scenario "$SCENARIO" \
-      --out $OUT/layers.json >> "$LOG" 2>&1; then
+      --host-floor --out $OUT/layers.json >> "$LOG" 2>&1; then
     LAYERS=(--layers-json $OUT/layers.json)
   else
     say "measure_layers.py FAILED (exit $?): calibrating without forward_backward"

@@ -10,7 +10,8 @@ ForwardBackwardTable; the simulator prices a layer from it, core/cost/forward_ba
   {"source": "...", "elementwise_GBps": float,
    "gemm": [{"tokens", "in", "out", "forward_s", "backward_s"}],
    "attention": [{"samples", "seq_len", "heads", "kv_heads", "head_dim", "forward_s", "backward_s"}],
-   "layers": [{"model", "part", "micro_batch", "seq_len", "forward_s", "backward_s"}]}
+   "layers": [{"model", "part", "micro_batch", "seq_len", "forward_s", "backward_s"}],
+   "host_floor": [...]}   (with --host-floor; harness/tools/measure_host_floor.py)
 - gemm: bf16 y = x W^T (x: tokens x in); backward = dgrad (dy W) + wgrad (dy^T x), the two
   matmuls autograd runs for nn.Linear;
 - attention: causal SDPA on the flash backend with enable_gqa, q/k/v laid out as HF models
@@ -274,6 +275,8 @@ def parse_args():
     p.add_argument("--device", default="cuda")
     p.add_argument("--reps", type=int, default=7, help="timed calls per measurement (median)")
     p.add_argument("--skip-grid", action="store_true", help="only the model's layers and elementwise rate")
+    p.add_argument("--host-floor", action="store_true",
+                   help="also the host's floor per decoder layer, eager and FSDP2 (measure_host_floor.py)")
     a = p.parse_args()
     if not a.scenario and not a.model:
         p.error("give --scenario FILE, or --model FILE --seq-len N --micro-batch N")
@@ -309,11 +312,18 @@ def main():
         result["attention"], gqa = measure_attention(torch, device, a.reps)
     result["elementwise_GBps"] = measure_elementwise(torch, device, a.reps)
     result["layers"], family = measure_model_layers(torch, device, spec, a.reps)
+    if a.host_floor:
+        import measure_host_floor  # harness/tools/, beside this script
+        try:
+            result["host_floor"] = measure_host_floor.measure(torch, spec, device, log)
+        except Exception as e:  # the GPU timings above stand; the calibration says the floor is absent
+            log(f"host floor FAILED ({type(e).__name__}: {e}): written without it")
     date = provenance.utc_now()
     result["source"] = (f"harness/tools/measure_layers.py; torch {torch.__version__}, transformers "
                         f"{transformers.__version__}, CUDA {torch.version.cuda}; {gpu}; {date}; layers: "
                         f"{spec['name']} as transformers {family}, sdpa; attention GQA: {gqa}")
-    ordered = {k: result[k] for k in ("source", "elementwise_GBps", "gemm", "attention", "layers")}
+    ordered = {k: result[k] for k in ("source", "elementwise_GBps", "gemm", "attention", "layers", "host_floor")
+               if k in result}
     with open(a.out, "w") as f:
         json.dump(ordered, f, indent=1)
         f.write("\n")

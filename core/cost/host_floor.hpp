@@ -1,0 +1,53 @@
+// The host's floor under one decoder layer (harness/tools/measure_host_floor.py): forward +
+// backward of a layer when the GPU has almost nothing to do, for the framework that runs it.
+//
+// Why it prices anything: eager PyTorch dispatches a layer's ~100 kernels from Python and the
+// autograd engine, and FSDP2 adds its per-layer hooks, casts and copies; when a layer's GPU
+// work takes less than that, the GPU waits for the host. The simulator prices each transformer
+// block as max(its GPU time, the floor) (core/cost/forward_backward_cost.hpp). The floor is
+// measured on the calibration model and taken to hold for any decoder layer of the same
+// framework: within 3.0-3.7 ms for five models from 0.5B to 8B parameters on one H200 lease
+// (reports/sim-validation.md), while hosts of different leases differ by more than that.
+//
+// In the calibration file, inside forward_backward:
+//   host_floor: [{model: qwen2.5-3b, mode: eager, micro_batch: 1, seq_len: 32,
+//                 layers: [2, 6], fwd_bwd_s: [t2, t6], per_layer_s: ..., per_step_s: ...}, ...]
+// per_layer_s is the slope between the two depths, per_step_s the intercept (what a step costs
+// the host outside its layers; recorded, not priced). One entry per mode at most.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace YAML {
+class Emitter;
+}
+
+namespace dmuon {
+
+class YamlValue;
+
+enum class HostFloorMode { eager, fsdp2 };
+
+struct HostFloor {
+  std::string model;  // the model it was measured on (ModelSpec::name)
+  HostFloorMode mode = HostFloorMode::eager;
+  long micro_batch = 0, seq_len = 0;
+  std::vector<long> layers;      // the two depths timed
+  std::vector<double> fwd_bwd_s; // their forward + backward, seconds
+  double per_layer_s = 0;        // > 0
+  double per_step_s = 0;         // may be <= 0 within noise
+  bool operator==(const HostFloor&) const = default;
+};
+
+std::string_view to_string(HostFloorMode mode);
+
+// Strict: unknown or missing keys, a mode other than eager/fsdp2, two entries of one mode,
+// per_layer_s <= 0, lists whose lengths differ fail naming file:line: key.
+std::vector<HostFloor> parse_host_floors(const YamlValue& list);
+void emit_host_floors(YAML::Emitter& out, const std::vector<HostFloor>& floors);
+
+// The entry of `mode`, or nullptr.
+const HostFloor* host_floor_of(const std::vector<HostFloor>& floors, HostFloorMode mode);
+
+}  // namespace dmuon
