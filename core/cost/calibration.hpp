@@ -148,6 +148,8 @@ struct CalibrationTable {
 CalibrationTable parse_calibration(const YamlValue& root);
 // A forward_backward section on its own (the format above; also what measure_layers.py writes).
 ForwardBackwardTable parse_forward_backward(const YamlValue& section);
+// Shortest text that reads back to the same double (std::to_chars), so save -> load is exact.
+std::string number_text(double x);
 CalibrationTable load_calibration(const std::string& file);
 std::string calibration_to_yaml(const CalibrationTable& table);
 // Throws dmuon::Error naming the file when it cannot be written.

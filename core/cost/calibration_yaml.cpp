@@ -214,12 +214,6 @@ ForwardBackwardTable parse_forward_backward_section(const YamlValue& v) {
   return t;
 }
 
-// Shortest text that reads back to the same double, so save -> load is exact.
-std::string number_text(double x) {
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, x);
-  return std::string(buf, r.ptr);
-}
 
 void emit_measurement(YAML::Emitter& out, const NsMeasurement& e) {
   out << YAML::Flow << YAML::BeginMap;
@@ -314,6 +308,12 @@ void emit_forward_backward(YAML::Emitter& out, const ForwardBackwardTable& t) {
 }
 
 }  // namespace
+
+std::string number_text(double x) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, x);
+  return std::string(buf, r.ptr);
+}
 
 ForwardBackwardTable parse_forward_backward(const YamlValue& section) { return parse_forward_backward_section(section); }
 

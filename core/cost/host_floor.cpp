@@ -1,9 +1,8 @@
 #include "core/cost/host_floor.hpp"
 
-#include <charconv>
-
 #include <yaml-cpp/yaml.h>
 
+#include "core/cost/calibration.hpp"
 #include "core/cost/device_profile.hpp"
 #include "core/io/yaml_reader.hpp"
 
@@ -43,12 +42,6 @@ HostFloor parse_one(const YamlValue& v) {
   f.per_step_s = m.get("per_step_s").as_double();
   m.finish();
   return f;
-}
-
-std::string number_text(double x) {
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, x);
-  return std::string(buf, r.ptr);
 }
 
 }  // namespace
