@@ -274,7 +274,7 @@ CalibrationTable run(const Args& a, const Inputs& in, int* argc, char*** argv) {
   t.date = utc_now();
   t.commit = a.commit.empty() ? git_commit() : a.commit;
   t.machine = std::to_string(devices.size()) + " x " + devices.front().name + ", " + cuda::cuda_versions() +
-              ", NCCL " + exec::nccl_version();
+              ", NCCL " + exec::nccl_version() + "; host " + host_description();
   std::cerr << "dmuon-bench calibrate: " << t.machine << "; scenario " << in.scenario.name << " (" << in.scenario.file
             << ")" << std::endl;
   if (in.scenario.cluster.gpu != t.gpu) {

@@ -1,8 +1,12 @@
 #include "core/io/provenance.hpp"
 
+#include <unistd.h>
+
 #include <array>
 #include <cstdio>
 #include <ctime>
+#include <fstream>
+#include <thread>
 
 namespace dmuon {
 
@@ -32,8 +36,23 @@ std::string git_commit() {
   return out;
 }
 
+std::string host_description() {
+  std::array<char, 256> name{};
+  const std::string host = gethostname(name.data(), name.size() - 1) == 0 ? name.data() : "unknown host";
+  std::string cpu = "unknown CPU";
+  std::ifstream info("/proc/cpuinfo");
+  for (std::string line; std::getline(info, line);) {
+    const auto colon = line.find(':');
+    if (line.rfind("model name", 0) == 0 && colon != std::string::npos && colon + 2 <= line.size()) {
+      cpu = line.substr(colon + 2);
+      break;
+    }
+  }
+  return host + ", " + cpu + ", " + std::to_string(std::thread::hardware_concurrency()) + " logical CPUs";
+}
+
 nlohmann::json provenance_json(const std::string& command, const std::string& date) {
-  return {{"command", command}, {"date", date}};
+  return {{"command", command}, {"date", date}, {"host", host_description()}};
 }
 
 }  // namespace dmuon

@@ -1,6 +1,6 @@
 // Where a written figure came from, stamped the same way by every tool (dmuon-sim's JSON,
-// dmuon-bench's reports, traces and calibration files): the command line, the UTC date, and the
-// commit when git knows it.
+// dmuon-bench's reports, traces and calibration files): the command line, the UTC date, the host,
+// and the commit when git knows it.
 #pragma once
 #include <string>
 
@@ -17,7 +17,13 @@ std::string command_line(int argc, char** argv, const std::string& program = "")
 // (the GPU machine gets a copy of the tree without .git: pass the commit there).
 std::string git_commit();
 
-// {"command": command, "date": date}: the provenance keys of every JSON file and trace.
+// "<hostname>, <CPU model>, <n> logical CPUs": the host a figure was taken on. GPU machines are
+// lent per call, and their hosts differ (the same FSDP2 step took 223 and 151 ms on two 2 x H200
+// leases, reports/sim-validation.md): without the host, two runs cannot be told apart.
+std::string host_description();
+
+// {"command": command, "date": date, "host": host_description()}: the provenance keys of every
+// JSON file and trace.
 nlohmann::json provenance_json(const std::string& command, const std::string& date);
 
 }  // namespace dmuon

@@ -321,7 +321,8 @@ def main():
     date = provenance.utc_now()
     result["source"] = (f"harness/tools/measure_layers.py; torch {torch.__version__}, transformers "
                         f"{transformers.__version__}, CUDA {torch.version.cuda}; {gpu}; {date}; layers: "
-                        f"{spec['name']} as transformers {family}, sdpa; attention GQA: {gqa}")
+                        f"{spec['name']} as transformers {family}, sdpa; attention GQA: {gqa}; "
+                        f"host {provenance.host_description()}")
     ordered = {k: result[k] for k in ("source", "elementwise_GBps", "gemm", "attention", "layers", "host_floor")
                if k in result}
     with open(a.out, "w") as f:
