@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "core/error.hpp"
+#include "core/owners/owner_problem.hpp"
 #include "core/plan/ns_sharding.hpp"
 
 namespace dmuon {
@@ -94,6 +95,33 @@ ShardedAssignment attempt(const std::vector<MuonMatrix>& matrices, const BatchCo
   return out;
 }
 
+// What no assignment of these matrices can beat, sharded or not: the work of every matrix at
+// its shape's best batched rate spread over the ranks (sharding only adds work, since each of
+// k members runs the whole m x m part), and each matrix's least time on one GPU over every k it
+// may be sharded over (its m x m part and all-reduces stay whatever k is). The second holds
+// only when adding a matrix never lowers a load (Problem::monotone), as in summarize().
+// Without it, Assignment::lower_bound_seconds of the sharded assignment came from the whole
+// matrices alone and a makespan set by a sharded call's floor read as a gap to close.
+double sharded_lower_bound(const std::vector<MuonMatrix>& matrices, const BatchCost& cost, const ShardedCost& sharded,
+                           const AssignmentOptions& options, const Mesh& mesh, const std::vector<double>& alone) {
+  AssignmentOptions plain = options;
+  plain.pack_numel_threshold = 0;
+  plain.base_load_seconds.clear();
+  const owner_detail::Problem p = owner_detail::build_problem(matrices, cost, plain, false);
+  double volume = 0;
+  for (std::size_t i = 0; i < matrices.size(); ++i) volume += p.shapes[p.shape_of_matrix[i]].best_seconds_per_matrix;
+  double bound = volume / options.ranks;
+  if (!p.monotone) return bound;
+  for (std::size_t i = 0; i < matrices.size(); ++i) {
+    double least = alone[i];
+    for (int k = 2; k <= mesh.shard; ++k) {
+      if (ns_shardable(ns_wide_columns(matrices[i]), k)) least = std::min(least, sharded(matrices[i].rows, matrices[i].cols, k));
+    }
+    bound = std::max(bound, least);
+  }
+  return bound;
+}
+
 }  // namespace
 
 ShardedAssignment assign_owners_sharded(const std::vector<MuonMatrix>& matrices, const BatchCost& cost,
@@ -116,6 +144,7 @@ ShardedAssignment assign_owners_sharded(const std::vector<MuonMatrix>& matrices,
     if (!best || a.assignment.makespan_seconds < best->assignment.makespan_seconds) best = std::move(a);
   }
   if (!best) best = attempt(matrices, cost, sharded, options, mesh, std::vector<int>(matrices.size(), 1));
+  best->assignment.lower_bound_seconds = sharded_lower_bound(matrices, cost, sharded, options, mesh, alone);
   return std::move(*best);
 }
 
