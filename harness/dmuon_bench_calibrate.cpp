@@ -10,6 +10,7 @@
 #include <boost/program_options.hpp>
 
 #include "core/cost/calibration.hpp"
+#include "core/cost/step_overhead.hpp"
 #include "core/cost/device_profile.hpp"
 #include "core/error.hpp"
 #include "core/io/provenance.hpp"
@@ -18,6 +19,7 @@
 #include "core/plan/step_planner.hpp"
 #include "harness/bench/calibrate_ns.hpp"
 #include "harness/bench/layers_json.hpp"
+#include "harness/bench/step_launch_probe.hpp"
 #include "kernels/cuda/ceilings.hpp"
 #include "kernels/exec/collective_sweep.hpp"
 #include "kernels/cuda/device_query.hpp"
@@ -178,40 +180,9 @@ void print_curve(const exec::CommSweepCurve& c) {
   std::fflush(stdout);
 }
 
-// Host seconds the NCCL executor spends per launch, the slowest rank's median: the first
-// launches of the scenario's adamw Plan over this machine's GPUs (a parameter at a time
-// all-gathered and reduce-scattered), run as `dmuon-bench step` runs it (op spans timed).
-double measure_issue_seconds(exec::RankHandle& h, const Scenario& sc, double timeout_seconds) {
-  const Routing routing = route_parameters(sc.model, sc.routing);
-  ClusterSpec cluster = sc.cluster;
-  cluster.nodes = 1;
-  cluster.gpus_per_node = h.world();
-  const CostModel cost(device_profile(sc.cluster.gpu, "cluster.gpu"));
-  const StepPlan sp = plan_step(sc.model, routing, sc.optimizer, Strategy::adamw, mesh_for_cluster(cluster), cost);
-  exec::BenchOptions bo;
-  bo.warmup = 1;
-  bo.iterations = 5;
-  bo.timeout_seconds = timeout_seconds;
-  const exec::RankMeasurement m = exec::measure_plan(h, sp.plan, sc.model, routing, sc.optimizer, bo);
-  std::vector<double> per_launch;
-  for (const auto& s : m.samples) {
-    // The first launches of the forward/backward run: the host is not yet held up by a full
-    // launch queue (executor_timing.hpp).
-    const exec::RunTiming& t = s.comm_phase;
-    if (t.host_issue_sample_launches > 0) per_launch.push_back(t.host_issue_sample_seconds / t.host_issue_sample_launches);
-  }
-  if (per_launch.empty()) {
-    throw Error("executor issue cost: the adamw Plan of " + sc.name + " has fewer than " +
-                std::to_string(exec::kIssueSampleLaunches) + " forward/backward launches a rank");
-  }
-  std::sort(per_launch.begin(), per_launch.end());
-  const std::vector<double> all = h.all_gather(std::vector<double>{per_launch[per_launch.size() / 2]});
-  return *std::max_element(all.begin(), all.end());
-}
-
-// The sweep on every local GPU, one thread each, then the executor's issue cost; returns rank
-// 0's curves. Throws on failure.
-std::vector<exec::CommSweepCurve> measure_collectives(const Args& a, const Scenario& sc, double* issue_seconds,
+// The sweep on every local GPU, one thread each, then the step launch probe; returns rank 0's
+// curves. Throws on failure.
+std::vector<exec::CommSweepCurve> measure_collectives(const Args& a, const Scenario& sc, bench::StepLaunchProbe* probe,
                                                       int* argc, char*** argv) {
   exec::CommSweepOptions o;
   o.max_bytes = a.max_collective_bytes;
@@ -228,23 +199,40 @@ std::vector<exec::CommSweepCurve> measure_collectives(const Args& a, const Scena
     auto mine = exec::sweep_collectives(h, o, [&](const exec::CommSweepCurve& c) {
       if (h.rank() == 0) print_curve(c);
     });
-    const double issue = measure_issue_seconds(h, sc, a.timeout_seconds);
+    const bench::StepLaunchProbe p = bench::measure_step_launches(h, sc, a.timeout_seconds);
     if (h.rank() == 0) {
       curves = std::move(mine);
-      *issue_seconds = issue;
-      std::cerr << "  executor issue cost: " << issue * 1e6 << " us per launch (adamw Plan of " << sc.name << ")"
-                << std::endl;
+      *probe = p;
+      std::cerr << "  step launch probe (adamw Plan of " << sc.name << ", " << p.iterations
+                << " iterations): executor issue " << p.issue_seconds * 1e6 << " us a launch, forward/backward phase "
+                << p.comm_phase_seconds * 1e3 << " ms" << std::endl;
     }
   });
   if (code != 0) throw Error("the collective sweep failed (the rank errors are above)");
   return curves;
 }
 
+// collective_step_overhead_us from the probe's phase and the curves just measured. One GPU:
+// not set (its collectives are local copies, which the simulator prices from the copy curve).
+// A phase faster than its curves' sum is recorded as 0 and said so.
+void set_collective_step_overhead(CalibrationTable& t, const Scenario& sc, const bench::StepLaunchProbe& probe, int world) {
+  if (world < 2) return;
+  const CostModel measured(device_profile(t.gpu, "--profile"), t);
+  const StepPlan sp = bench::step_probe_plan(sc, world);
+  const CurvePricedCollectives priced = curve_priced_collectives(sp.plan, 0, measured);
+  const double overhead = collective_step_overhead_seconds(probe.comm_phase_seconds, priced);
+  std::cerr << "  collective step overhead: " << overhead * 1e6 << " us a call (phase " << probe.comm_phase_seconds * 1e3
+            << " ms, " << priced.calls << " calls whose curves sum to " << priced.seconds * 1e3 << " ms)"
+            << (overhead < 0 ? "; faster than the curves: recorded as 0" : "") << std::endl;
+  t.collective_step_overhead_us = std::max(0.0, overhead) * 1e6;
+}
+
 void print_summary(const CalibrationTable& t, const std::string& out) {
   std::cout << "calibration " << out << ": " << t.machine << "\n  commit " << (t.commit.empty() ? "unknown" : t.commit)
             << ", " << t.date << "\n  GEMM " << t.gemm_tflops << " TFLOP/s, copy " << t.hbm_GBps << " GB/s, launch "
             << t.launch_overhead_us.value_or(0) << " us, executor issue " << t.executor_issue_us.value_or(0)
-            << " us a launch\n  elementwise (GB/s at the largest size): momentum "
+            << " us a launch, collective step overhead " << t.collective_step_overhead_us.value_or(0)
+            << " us a call\n  elementwise (GB/s at the largest size): momentum "
             << t.elementwise.momentum_GBps.value_or(0) << ", update " << t.elementwise.update_GBps.value_or(0)
             << ", adamw " << t.elementwise.adamw_GBps.value_or(0) << "\n  Newton-Schulz: " << t.ns.size()
             << " measurements\n  collectives (busbw GB/s at the largest size):";
@@ -283,8 +271,8 @@ CalibrationTable run(const Args& a, const Inputs& in, int* argc, char*** argv) {
   }
   measure_device(a, t);
   measure_ns(a, in, t);
-  double issue_seconds = 0;
-  for (const auto& c : measure_collectives(a, in.scenario, &issue_seconds, argc, argv)) {
+  bench::StepLaunchProbe probe;
+  for (const auto& c : measure_collectives(a, in.scenario, &probe, argc, argv)) {
     if (c.points.empty()) continue;  // no size of the range splits into whole parts of this group
     CollectiveCurve cc;
     cc.kind = c.kind;
@@ -293,7 +281,8 @@ CalibrationTable run(const Args& a, const Inputs& in, int* argc, char*** argv) {
     for (const auto& p : c.points) cc.curve.points.emplace_back(p.bytes, p.seconds);
     t.collectives.push_back(std::move(cc));
   }
-  t.executor_issue_us = issue_seconds * 1e6;
+  t.executor_issue_us = probe.issue_seconds * 1e6;
+  set_collective_step_overhead(t, in.scenario, probe, static_cast<int>(devices.size()));
   t.forward_backward = in.forward_backward;
   return t;
 }

@@ -33,7 +33,9 @@ void apply_measured_collectives(StepProgram& program, const CostModel& cost, int
     if (ranks == 1) {
       c.local_seconds = *seconds + std::max(0, c.calls - 1) * cost.launch_overhead_s();
     } else {
-      c.measured_seconds = *seconds;
+      // Inside a step each NCCL call also pays what its isolated curve does not see
+      // (core/cost/step_overhead.hpp; 0 without the key).
+      c.measured_seconds = *seconds + std::max(1, c.calls) * cost.collective_step_overhead_s();
     }
   }
   for (auto& ops : program.ranks) {

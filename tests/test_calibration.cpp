@@ -136,10 +136,25 @@ TEST_CASE("v1 calibration files still load; save -> load is exact", "[calibratio
   }
   // A number that needs all 17 digits survives too.
   auto t = parse_text(kV2);
+  t.collective_step_overhead_us = 6.0 + 0.1 + 0.2;
   t.collectives[0].curve.points[0].second = 0.1 + 0.2;
   t.forward_backward->layers[0].backward_s = std::nextafter(0.004, 1.0);
   t.forward_backward->host_floor[0].per_step_s = -(0.1 + 0.2);
   CHECK(parse_text(calibration_to_yaml(t)) == t);
+}
+
+TEST_CASE("collective_step_overhead_us: read, >= 0, in seconds from the cost model, 0 without it", "[calibration]") {
+  const std::string with = replaced(kV2, "launch_overhead_us: 2.5", "launch_overhead_us: 2.5\ncollective_step_overhead_us: 6.5");
+  const auto t = parse_text(with);
+  CHECK(t.collective_step_overhead_us == 6.5);
+  CHECK(CostModel(h200(), t).collective_step_overhead_s() == Approx(6.5e-6).epsilon(1e-15));
+  CHECK(CostModel(h200(), parse_text(kV2)).collective_step_overhead_s() == 0);
+  CHECK(CostModel(h200()).collective_step_overhead_s() == 0);
+  CHECK(parse_text(replaced(with, "overhead_us: 6.5", "overhead_us: 0")).collective_step_overhead_us == 0);
+  CHECK_THROWS_WITH(parse_text(replaced(with, "overhead_us: 6.5", "overhead_us: -1")),
+                    Catch::Contains("c.yaml:11: collective_step_overhead_us: must be >= 0"));
+  CHECK_THROWS_WITH(parse_text(replaced(with, "overhead_us: 6.5", "overhead_us: fast")),
+                    Catch::Contains("collective_step_overhead_us"));
 }
 
 TEST_CASE("a size curve is a power law between points, a floor below, a constant rate above", "[calibration]") {

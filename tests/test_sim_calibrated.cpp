@@ -62,6 +62,24 @@ TEST_CASE("a lone intra-node all-gather takes its measured curve's time", "[sim]
   }
 }
 
+TEST_CASE("collective_step_overhead_us adds its time per NCCL call to a measured multi-GPU collective", "[sim][calibration]") {
+  CalibrationTable t = table_with({{OpKind::all_gather, 2, 1, kAllGather}, {OpKind::all_gather, 1, 1, kAllGather}});
+  t.collective_step_overhead_us = 6.5;
+  const CostModel cost(device_profile("h100-sxm"), t);
+  for (double bytes : {4096.0, 5e6, 1073741824.0}) {
+    for (SimMode mode : {SimMode::fast, SimMode::flows}) {
+      INFO(bytes << " bytes, mode " << to_string(mode));
+      auto program = one_collective(all_gather(ranks(2), bytes), 2);
+      CHECK(simulated(program, cluster(1, 2), cost, mode) == Approx(kAllGather.seconds_at(bytes) + 6.5e-6).epsilon(0.01));
+      program.collectives[0].calls = 3;  // three NCCL calls in one launch: three overheads
+      CHECK(simulated(program, cluster(1, 2), cost, mode) == Approx(kAllGather.seconds_at(bytes) + 3 * 6.5e-6).epsilon(0.01));
+    }
+  }
+  // One GPU: a local copy, not an NCCL exchange; the overhead is not added.
+  const auto local = one_collective(all_gather({0}, 2e6), 1);
+  CHECK(simulated(local, cluster(1, 1), cost, SimMode::fast) == Approx(kAllGather.seconds_at(2e6)).epsilon(1e-9));
+}
+
 TEST_CASE("measured collectives still share links; other shapes stay modelled", "[sim][calibration]") {
   const CostModel cost(device_profile("h100-sxm"), table_with({{OpKind::all_gather, 2, 1, kAllGather}}));
   SECTION("two measured all-gathers at once on the same GPUs share NVLink") {

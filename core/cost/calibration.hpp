@@ -106,7 +106,7 @@ struct ForwardBackwardTable {
 //   elementwise: {momentum_GBps: 2600, update_GBps: 2550, adamw_GBps: 2400}   # optional
 // Keys `dmuon-bench calibrate` adds (each optional):
 //   commit: 73d22eb   date: "2026-11-23 11:02 UTC"   machine: "2 x NVIDIA H200 (driver ...)"
-//   launch_overhead_us: 2.1   executor_issue_us: 6.8
+//   launch_overhead_us: 2.1   executor_issue_us: 6.8   collective_step_overhead_us: 6.6
 //   elementwise_curves: {momentum: [[bytes, seconds], ...], muon_update: [...], adamw: [...],
 //                        copy: [...]}
 //   collectives:                  # NCCL, one entry per (kind, ranks, nodes)
@@ -139,6 +139,12 @@ struct CalibrationTable {
   // NCCL or kernel call; measured on the calibration scenario's adamw Plan): a stream cannot
   // advance faster than its host issues work.
   std::optional<double> executor_issue_us;
+  // GPU seconds a multi-GPU collective costs inside a step beyond its isolated curve, per NCCL
+  // call: the calibration scenario's adamw Plan's forward/backward collectives, run back to
+  // back as `dmuon-bench step` runs them, against the sum of their curve times
+  // (core/cost/step_overhead.hpp). The curves time one size repeated; in a step each call
+  // follows a different one through an event wait, which they do not see.
+  std::optional<double> collective_step_overhead_us;
   ElementwiseCurves elementwise_curves;       // key elementwise_curves
   std::vector<CollectiveCurve> collectives;   // key collectives
   std::optional<ForwardBackwardTable> forward_backward;  // key forward_backward
@@ -223,6 +229,8 @@ class CostModel {
   // executor_issue_us; nullopt without one (no datasheet value: the simulator then prices GPU
   // time only, as before the key existed).
   std::optional<double> executor_issue_seconds() const;
+  // The calibration's collective_step_overhead_us in seconds; 0 without one.
+  double collective_step_overhead_s() const;
 
   // Bytes one fused elementwise pass moves per step over `numel` elements, for a bf16 model
   // with fp32 master weights and fp32 optimizer state (DESIGN.md "Exact semantics").

@@ -247,6 +247,9 @@ void emit_provenance_and_curves(YAML::Emitter& out, const CalibrationTable& t) {
   if (!t.machine.empty()) out << YAML::Key << "machine" << YAML::Value << YAML::DoubleQuoted << t.machine;
   if (t.launch_overhead_us) out << YAML::Key << "launch_overhead_us" << YAML::Value << number_text(*t.launch_overhead_us);
   if (t.executor_issue_us) out << YAML::Key << "executor_issue_us" << YAML::Value << number_text(*t.executor_issue_us);
+  if (t.collective_step_overhead_us) {
+    out << YAML::Key << "collective_step_overhead_us" << YAML::Value << number_text(*t.collective_step_overhead_us);
+  }
   const auto& c = t.elementwise_curves;
   if (c != ElementwiseCurves{}) {
     out << YAML::Key << "elementwise_curves" << YAML::Value << YAML::BeginMap;
@@ -334,6 +337,7 @@ CalibrationTable parse_calibration(const YamlValue& root) {
   if (auto v = m.find("machine")) t.machine = nonempty_string(*v);
   if (auto v = m.find("launch_overhead_us")) t.launch_overhead_us = v->as_positive_double();
   if (auto v = m.find("executor_issue_us")) t.executor_issue_us = v->as_positive_double();
+  if (auto v = m.find("collective_step_overhead_us")) t.collective_step_overhead_us = v->as_nonnegative_double();
   if (auto v = m.find("elementwise_curves")) t.elementwise_curves = parse_elementwise_curves(*v);
   if (auto v = m.find("collectives")) {
     t.collectives = parse_list<CollectiveCurve>(*v, parse_collective);

@@ -1,0 +1,66 @@
+#include "harness/bench/step_launch_probe.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "core/cost/calibration.hpp"
+#include "core/cost/device_profile.hpp"
+#include "core/error.hpp"
+#include "core/model/routing.hpp"
+#include "kernels/exec/bench.hpp"
+
+namespace dmuon::bench {
+namespace {
+
+// Timed iterations: the probe takes seconds, and 5 samples of the first launches moved the
+// issue cost by 30% between two leases whose steps took the same time (reports/sim-validation.md).
+constexpr int kProbeIterations = 15;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+StepPlan step_probe_plan(const Scenario& sc, int world) {
+  const Routing routing = route_parameters(sc.model, sc.routing);
+  ClusterSpec cluster = sc.cluster;
+  cluster.nodes = 1;
+  cluster.gpus_per_node = world;
+  const CostModel cost(device_profile(sc.cluster.gpu, "cluster.gpu"));
+  return plan_step(sc.model, routing, sc.optimizer, Strategy::adamw, mesh_for_cluster(cluster), cost);
+}
+
+StepLaunchProbe measure_step_launches(exec::RankHandle& h, const Scenario& sc, double timeout_seconds) {
+  const Routing routing = route_parameters(sc.model, sc.routing);
+  const StepPlan sp = step_probe_plan(sc, h.world());
+  exec::BenchOptions bo;
+  bo.warmup = 2;
+  bo.iterations = kProbeIterations;
+  bo.timeout_seconds = timeout_seconds;
+  const exec::RankMeasurement m = exec::measure_plan(h, sp.plan, sc.model, routing, sc.optimizer, bo);
+  std::vector<double> per_launch, phase;
+  for (const auto& s : m.samples) {
+    const exec::RunTiming& t = s.comm_phase;
+    phase.push_back(t.seconds);
+    if (t.host_issue_sample_launches > 0) per_launch.push_back(t.host_issue_sample_seconds / t.host_issue_sample_launches);
+  }
+  if (per_launch.size() != phase.size()) {
+    throw Error("executor issue cost: the adamw Plan of " + sc.name + " has fewer than " +
+                std::to_string(exec::kIssueSampleLaunches) + " forward/backward launches a rank");
+  }
+  StepLaunchProbe probe;
+  probe.iterations = static_cast<int>(phase.size());
+  const std::vector<double> issues = h.all_gather(std::vector<double>{median(per_launch)});
+  probe.issue_seconds = *std::max_element(issues.begin(), issues.end());
+  // all_gather concatenates the ranks' lists in rank order: iteration i of rank r at r * n + i.
+  const std::vector<double> phases = h.all_gather(phase);
+  const std::size_t n = phase.size();
+  std::vector<double> slowest(n, 0);
+  for (std::size_t k = 0; k < phases.size(); ++k) slowest[k % n] = std::max(slowest[k % n], phases[k]);
+  probe.comm_phase_seconds = median(slowest);
+  return probe;
+}
+
+}  // namespace dmuon::bench

@@ -1,0 +1,87 @@
+// core/cost/step_overhead: a rank's forward/backward collectives priced from the calibration's
+// curves, and the in-step overhead per NCCL call that `dmuon-bench calibrate` derives from them
+// (calibration key collective_step_overhead_us).
+#include <cmath>
+
+#include "catch_compat.hpp"
+#include "core/cost/device_profile.hpp"
+#include "core/cost/step_overhead.hpp"
+#include "core/error.hpp"
+#include "core/io/yaml_reader.hpp"
+#include "core/io/scenario.hpp"
+#include "core/model/routing.hpp"
+#include "core/plan/step_planner.hpp"
+
+using namespace dmuon;
+
+namespace {
+
+Scenario tiny() {
+  return parse_scenario(R"(name: tiny
+model: {name: tiny, transformer: {hidden: 256, layers: 2, heads: 4, ffn: 512, vocab: 1000}}
+optimizer: {preset: torch}
+cluster: {nodes: 1, gpus_per_node: 2, gpu: h200}
+training: {seq_len: 128, micro_batch: 1}
+)",
+                        "tiny.yaml");
+}
+
+// Linear curves from 1 byte: `per_byte` seconds a byte at every size (a power law of exponent
+// 1 between two points), so each call's price is known in closed form, small norms included.
+CollectiveCurve linear(OpKind kind, int ranks, double per_byte) {
+  return {kind, ranks, 1, SizeCurve{{{1.0, per_byte}, {1073741824.0, 1073741824.0 * per_byte}}}};
+}
+
+CalibrationTable table(std::vector<CollectiveCurve> curves) {
+  const char* head = "gpu: h200\nsource: test\ngemm_tflops: 700\nhbm_GBps: 4000\nns: []\n";
+  CalibrationTable t = parse_calibration(YamlValue::load_string(head, "t.yaml"));
+  t.collectives = std::move(curves);
+  return t;
+}
+
+StepPlan adamw_plan(const Scenario& s) {
+  const CostModel plain(device_profile("h200"));
+  return plan_step(s.model, route_parameters(s.model, s.routing), s.optimizer, Strategy::adamw, mesh_for_cluster(s.cluster),
+                   plain);
+}
+
+}  // namespace
+
+TEST_CASE("an adamw Plan's collectives: one all-gather and one reduce-scatter a parameter, each priced by its curve",
+          "[cost][calibration]") {
+  const Scenario s = tiny();
+  const StepPlan sp = adamw_plan(s);
+  const double ag = 1e-11, rs = 3e-11;  // seconds a byte
+  const CostModel cost(device_profile("h200"),
+                       table({linear(OpKind::all_gather, 2, ag), linear(OpKind::reduce_scatter, 2, rs)}));
+  // Every parameter is gathered for the forward and its gradient reduce-scattered in the
+  // backward, in bf16 (2 bytes an element): the closed form.
+  double bytes = 0;
+  for (const auto& p : s.model.params) bytes += 2.0 * double(p.numel());
+  for (int rank : {0, 1}) {
+    const CurvePricedCollectives priced = curve_priced_collectives(sp.plan, rank, cost);
+    CHECK(priced.calls == 2 * static_cast<int>(s.model.params.size()));
+    CHECK(priced.seconds == Approx(bytes * (ag + rs)).epsilon(1e-9));
+    // The overhead spreads what the measured phase took beyond that over the calls.
+    const double measured = priced.seconds + priced.calls * 6.5e-6;
+    CHECK(collective_step_overhead_seconds(measured, priced) == Approx(6.5e-6).epsilon(1e-9));
+    CHECK(collective_step_overhead_seconds(0.5 * priced.seconds, priced) < 0);  // faster than the curves: negative
+  }
+}
+
+TEST_CASE("collective step overhead refuses what it cannot price", "[cost][calibration]") {
+  const Scenario s = tiny();
+  const StepPlan sp = adamw_plan(s);
+  const CostModel no_rs(device_profile("h200"), table({linear(OpKind::all_gather, 2, 1e-11)}));
+  CHECK_THROWS_WITH(curve_priced_collectives(sp.plan, 0, no_rs),
+                    Catch::Contains("rank 0 op") && Catch::Contains("no reduce_scatter curve over 2 GPUs of one node"));
+  const CostModel one_gpu(device_profile("h200"),
+                          table({linear(OpKind::all_gather, 1, 1e-11), linear(OpKind::reduce_scatter, 1, 1e-11)}));
+  CHECK_THROWS_WITH(curve_priced_collectives(sp.plan, 0, one_gpu), Catch::Contains("no all_gather curve over 2 GPUs"));
+  CHECK_THROWS_WITH(curve_priced_collectives(sp.plan, 2, no_rs), Catch::Contains("rank 2 is not a rank of the Plan (2 ranks)"));
+  const CurvePricedCollectives priced{0.01, 10};
+  CHECK_THROWS_WITH(collective_step_overhead_seconds(0, priced), Catch::Contains("positive finite time"));
+  CHECK_THROWS_WITH(collective_step_overhead_seconds(std::nan(""), priced), Catch::Contains("positive finite time"));
+  CHECK_THROWS_WITH(collective_step_overhead_seconds(0.02, CurvePricedCollectives{}),
+                    Catch::Contains("no forward/backward collective"));
+}
