@@ -78,6 +78,7 @@ TEST_CASE("a v2 calibration file loads every key", "[calibration]") {
   CHECK(fsdp2->per_layer_s == 0.0075);
   CHECK(fsdp2->fwd_bwd_s == std::vector<double>{0.02, 0.05});
   CHECK(fsdp2->layers == std::vector<long>{2, 6});
+  CHECK(fsdp2->world == 1);  // absent: one GPU
 }
 
 TEST_CASE("the calibration reader refuses bad v2 files naming file:line: key", "[calibration]") {
@@ -116,6 +117,8 @@ TEST_CASE("the calibration reader refuses bad v2 files naming file:line: key", "
   fails(replaced(kV2, "fwd_bwd_s: [0.012, 0.026]", "fwd_bwd_s: [0.012]"), "host_floor[0].fwd_bwd_s: needs one time per entry of layers");
   fails(replaced(kV2, "fwd_bwd_s: [0.012, 0.026]", "fwd_bwd_s: [0.012, 0]"), "host_floor[0].fwd_bwd_s: times must be > 0");
   fails(replaced(kV2, "per_step_s: 0.005}", "per_step_s: 0.005, hosts: 2}"), "forward_backward.host_floor[0].hosts: unknown key");
+  fails(replaced(kV2, "mode: fsdp2, micro_batch: 1", "mode: fsdp2, world: 0, micro_batch: 1"),
+        "c.yaml:25: forward_backward.host_floor[1].world");
   const std::string two_gemms = replaced(kV2, "backward_s: 0.0008}]", "backward_s: 0.0008}, {tokens: 4096, in: 2048, out: 11008, forward_s: 1, backward_s: 2}]");
   fails(two_gemms, "forward_backward.gemm[1]: measures the same call as forward_backward.gemm[0]");
 }
@@ -140,6 +143,7 @@ TEST_CASE("v1 calibration files still load; save -> load is exact", "[calibratio
   t.collectives[0].curve.points[0].second = 0.1 + 0.2;
   t.forward_backward->layers[0].backward_s = std::nextafter(0.004, 1.0);
   t.forward_backward->host_floor[0].per_step_s = -(0.1 + 0.2);
+  t.forward_backward->host_floor[1].world = 2;  // emitted only when not 1
   CHECK(parse_text(calibration_to_yaml(t)) == t);
 }
 

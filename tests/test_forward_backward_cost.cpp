@@ -206,15 +206,15 @@ TEST_CASE("a block below the host's floor takes the floor; the framework picks t
   CHECK(eager.units[0].forward_s == 0.0001);
   CHECK(eager.units.back().backward_s == 0.003);
   CHECK(eager.total_s == Approx(gpu.total_s + 36 * 0.0015).epsilon(1e-12));
-  CHECK_THAT(eager.description, Catch::Contains("host floor 4.5 ms a layer (eager, measured on qwen2.5-3b) binds 36 of 36"));
+  CHECK_THAT(eager.description, Catch::Contains("host floor 4.5 ms a layer (eager, measured on qwen2.5-3b, 1 GPU) binds 36 of 36"));
 
   // Under FSDP2 (the scenario prices FSDP2's copies): the FSDP2 floor where the file has one, else eager's.
   t.fsdp2_copies = true;
   CHECK(forward_backward_cost(m, t, 989, &table).total_s == eager.total_s);
-  table.host_floor.push_back({"qwen2.5-3b", HostFloorMode::fsdp2, 1, 32, {2, 6}, {0.02, 0.05}, 0.0075, 0.005});
+  table.host_floor.push_back({"qwen2.5-3b", HostFloorMode::fsdp2, 1, 32, {18, 36}, {0.14, 0.275}, 0.0075, 0.005, 2});
   const auto fsdp2 = forward_backward_cost(m, t, 989, &table);
   CHECK(fsdp2.units[9].forward_s + fsdp2.units[9].backward_s == Approx(0.0075).epsilon(1e-12));
-  CHECK_THAT(fsdp2.description, Catch::Contains("(fsdp2, measured on qwen2.5-3b)"));
+  CHECK_THAT(fsdp2.description, Catch::Contains("(fsdp2, measured on qwen2.5-3b, 2 GPUs)"));
 
   // A measured total is the whole step as measured: no floor on top.
   t.fwd_bwd_seconds = 0.1;

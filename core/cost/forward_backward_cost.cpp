@@ -278,9 +278,9 @@ ForwardBackwardCost forward_backward_cost(const ModelSpec& model, const Training
     c.description = describe(c, datasheet);
   }
   if (floor) {
-    std::snprintf(buf, sizeof buf, "; host floor %.3g ms a layer (%s, measured on %s) binds %d of %d blocks",
+    std::snprintf(buf, sizeof buf, "; host floor %.3g ms a layer (%s, measured on %s, %ld GPU%s) binds %d of %d blocks",
                   floor->per_layer_s * 1e3, std::string(to_string(floor->mode)).c_str(), floor->model.c_str(),
-                  bound_blocks, blocks);
+                  floor->world, floor->world == 1 ? "" : "s", bound_blocks, blocks);
     c.description += buf;
   }
   return c;

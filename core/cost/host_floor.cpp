@@ -27,6 +27,7 @@ HostFloor parse_one(const YamlValue& v) {
   }
   f.micro_batch = m.get("micro_batch").as_positive_int();
   f.seq_len = m.get("seq_len").as_positive_int();
+  if (auto w = m.find("world")) f.world = w->as_positive_int();
   const YamlValue layers = m.get("layers");
   for (const auto& x : layers.as_int_list()) {
     if (x <= 0) layers.fail("depths must be > 0");
@@ -69,6 +70,7 @@ void emit_host_floors(YAML::Emitter& out, const std::vector<HostFloor>& floors) 
     out << YAML::Key << "mode" << YAML::Value << std::string(to_string(f.mode));
     out << YAML::Key << "micro_batch" << YAML::Value << f.micro_batch;
     out << YAML::Key << "seq_len" << YAML::Value << f.seq_len;
+    if (f.world != 1) out << YAML::Key << "world" << YAML::Value << f.world;
     out << YAML::Key << "layers" << YAML::Value << YAML::Flow << f.layers;
     out << YAML::Key << "fwd_bwd_s" << YAML::Value << YAML::Flow << YAML::BeginSeq;
     for (double t : f.fwd_bwd_s) out << number_text(t);

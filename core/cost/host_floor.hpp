@@ -13,7 +13,10 @@
 //   host_floor: [{model: qwen2.5-3b, mode: eager, micro_batch: 1, seq_len: 32,
 //                 layers: [2, 6], fwd_bwd_s: [t2, t6], per_layer_s: ..., per_step_s: ...}, ...]
 // per_layer_s is the slope between the two depths, per_step_s the intercept (what a step costs
-// the host outside its layers; recorded, not priced). One entry per mode at most.
+// the host outside its layers; recorded, not priced). One entry per mode at most. `world`
+// (optional, default 1): the GPUs it ran on. FSDP2 is measured on all of the machine's GPUs
+// (harness/tools/world_host_floor.py) where it has several: one rank's floor did not follow the
+// 2-GPU step's host cost from one lease to the next (reports/sim-validation.md).
 #pragma once
 #include <optional>
 #include <string>
@@ -37,6 +40,7 @@ struct HostFloor {
   std::vector<double> fwd_bwd_s; // their forward + backward, seconds
   double per_layer_s = 0;        // > 0
   double per_step_s = 0;         // may be <= 0 within noise
+  long world = 1;                // GPUs (ranks) it ran on
   bool operator==(const HostFloor&) const = default;
 };
 

@@ -4,7 +4,8 @@
 # `dmuon-bench calibrate` with them. Run from the repository root on the GPU machine with $OUT set:
 #   DMUON_COMMIT=<commit> bash harness/tools/device_calibrate.sh SCENARIO NAME
 # writes $OUT/NAME.yaml (the calibration; commit it as scenarios/calibration/NAME.yaml),
-# $OUT/layers.json, $OUT/calibrate.txt (the nccl-tests tables and the summary), $OUT/run.log.
+# $OUT/layers.json, $OUT/calibrate.txt (the nccl-tests tables and the summary), $OUT/run.log, and on
+# several GPUs $OUT/floor-{full,half}.json (the FSDP2 host floor's two runs).
 # The GPU machine's copy of the tree has no .git: pass the commit in DMUON_COMMIT (else
 # "unknown"). DMUON_CALIBRATE_ARGS adds options (e.g. "--ns-grid small"). DMUON_CALIBRATE_STAGE:
 # calibrate (default: build, layers, calibrate), tests (build, then the calibrate CLI and GPU
@@ -47,6 +48,25 @@ if [ -f harness/tools/measure_layers.py ]; then
   fi
 else
   say "harness/tools/measure_layers.py absent: calibrating without forward_backward"
+fi
+# Several GPUs: FSDP2's floor on all of them (the full depth and half of it, 32 tokens), in place
+# of the one-rank floor of measure_layers.py (harness/tools/world_host_floor.py says why).
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+if [ ${#LAYERS[@]} -gt 0 ] && [ "$NGPU" -ge 2 ]; then
+  say "FSDP2 host floor on $NGPU GPUs (fsdp2_step.py --num-layers, world_host_floor.py)"
+  floor_run() {  # DEPTH-ARGS... OUT
+    local out=${@: -1}
+    PYTHONUNBUFFERED=1 timeout 150 torchrun --standalone --nproc_per_node "$NGPU" harness/tools/fsdp2_step.py \
+      --scenario "$SCENARIO" --seq-len 32 --micro-batch 1 --mode fsdp2 "${@:1:$#-1}" --out "$out" >> "$LOG" 2>&1
+  }
+  if floor_run $OUT/floor-full.json &&
+     HALF=$(python3 -c "import json; print(max(1, json.load(open('$OUT/floor-full.json'))['num_layers'] // 2))") &&
+     floor_run --num-layers "$HALF" $OUT/floor-half.json &&
+     python3 harness/tools/world_host_floor.py $OUT/floor-half.json $OUT/floor-full.json --merge-into $OUT/layers.json >> "$LOG" 2>&1; then
+    say "FSDP2 host floor on $NGPU GPUs merged into layers.json"
+  else
+    say "FSDP2 host floor on $NGPU GPUs FAILED (exit $?): the one-rank floor stays"
+  fi
 fi
 say "dmuon-bench calibrate"
 ./build-dev/harness/dmuon-bench calibrate --scenario "$SCENARIO" --out $OUT/$NAME.yaml --commit "$COMMIT" \

@@ -57,6 +57,9 @@ def parse_args():
     p.add_argument("--seq-len", type=int)
     p.add_argument("--micro-batch", type=int)
     p.add_argument("--mode", choices=["fsdp2", "compute-only"], default="fsdp2")
+    p.add_argument("--num-layers", type=int,
+                   help="build the model with this many decoder layers instead of its own (the host-floor probe, "
+                        "harness/tools/world_host_floor.py)")
     p.add_argument("--out", required=True, help="JSON file to write (rank 0)")
     p.add_argument("--device", default="cuda")
     p.add_argument("--warmup", type=int, default=3)
@@ -73,6 +76,8 @@ def parse_args():
         p.error("give --scenario FILE, or --model FILE --seq-len N --micro-batch N")
     if a.iters < 1 or a.warmup < 0:
         p.error("--iters: must be >= 1 and --warmup >= 0")
+    if a.num_layers is not None and a.num_layers < 1:
+        p.error("--num-layers: must be >= 1")
     return a
 
 
@@ -248,6 +253,8 @@ def main():
     dist, world, local = init_distributed(torch, args)
     device = torch.device("cuda", local)
     torch.cuda.set_device(device)
+    if args.num_layers is not None:
+        kwargs = dict(kwargs, num_hidden_layers=args.num_layers)
     config = dmuon_model.build_config(family, kwargs, spec["seq_len"])
     log(f"{spec['name']} ({family}) mode {args.mode}, world {world}, micro_batch {spec['micro_batch']}, "
         f"seq_len {spec['seq_len']}, reshard_after_forward {args.reshard}; torch {torch.__version__}, "
@@ -280,7 +287,7 @@ def main():
         **provenance.stamp(launcher="torchrun --nproc-per-node %d" % world if world > 1 else "python3"),
         "gpu": torch.cuda.get_device_name(device), "world": world, "model": spec["name"],
         "model_file": spec["model_file"], "micro_batch": spec["micro_batch"], "seq_len": spec["seq_len"],
-        "mode": args.mode, "fwd_bwd_seconds_median": median(0),
+        "mode": args.mode, "num_layers": config.num_hidden_layers, "fwd_bwd_seconds_median": median(0),
         "optimizer_seconds_median": median(1) if optimizer is not None else None,
         "step_seconds_median": median(2),
         "peak_allocated_bytes": int(stats[-1][0]), "peak_reserved_bytes": int(stats[-1][1]),
