@@ -57,6 +57,7 @@ json run_here(const Scenario& scenario, Strategy strategy, const CostModel& cost
   apply_measured_collectives(*program, cost, static_cast<int>(scenario.cluster.gpus_per_node));
   json j = {{"plan_wall_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()},
             {"memory", {memory.master_bytes, memory.grad_bytes, memory.state_bytes, memory.transient_bytes, memory.activation_bytes}},
+            {"grads_apart_from_activations", memory.grads_apart_from_activations},
             {"compute_source", program->compute_source},
             {"optimizer_source", program->optimizer_source + (program->launches_note.empty() ? "" : "; " + program->launches_note)},
             {"fwd_bwd_compute_s", program->fwd_bwd_compute_s}};
@@ -74,7 +75,7 @@ StrategyResult result_from(const json& j, Strategy strategy) {
   StrategyResult r;
   r.strategy = strategy;
   const auto mem = j.at("memory").get<std::vector<double>>();
-  r.memory = {mem.at(0), mem.at(1), mem.at(2), mem.at(3), mem.at(4)};
+  r.memory = {mem.at(0), mem.at(1), mem.at(2), mem.at(3), mem.at(4), j.at("grads_apart_from_activations").get<bool>()};
   if (j.contains("executor_memory")) {
     const auto e = j.at("executor_memory").get<std::vector<double>>();
     r.executor_memory = {e.at(0), e.at(1), e.at(2), e.at(3), e.at(4)};

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 
+#include "core/cost/activation_memory.hpp"
 #include "core/error.hpp"
 
 namespace dmuon {
@@ -76,22 +77,37 @@ double most_owned(const Plan& plan, const Routing& routing) {
 }  // namespace
 
 double activation_bytes(const ModelSpec& model, const TrainingSpec& t) {
-  // Hidden size of a block = the length of its first norm weight; one entry per block.
+  // The tower's structure where it was generated from a transformer config
+  // (core/cost/activation_memory.hpp); else the block's hidden size (its first norm weight's
+  // length) times training.activation_bytes_per_token_hidden.
+  std::map<std::string, const TransformerConfig*> configs;
+  for (const auto& tt : model.transformers) configs[tt.tower] = &tt.config;
+  const auto tokens_of = [&](const std::string& tower) {
+    auto it = t.tower_tokens.find(tower);
+    return double(it != t.tower_tokens.end() ? it->second : t.seq_len) * double(t.micro_batch);
+  };
   std::map<std::pair<std::string, int>, double> hidden;
   for (const auto& p : model.params) {
     if (p.layer < 0 || p.role != ParamRole::norm || hidden.count({p.tower, p.layer})) continue;
     hidden[{p.tower, p.layer}] = double(p.numel());
   }
-  double full = 0, inputs = 0, largest = 0;
+  double full = 0, inputs = 0, largest = 0, loss = 0;
   for (const auto& [key, h] : hidden) {
-    auto it = t.tower_tokens.find(key.first);
-    const double tokens = double(it != t.tower_tokens.end() ? it->second : t.seq_len) * double(t.micro_batch);
-    const double block = t.activation_bytes_per_token_hidden * h * tokens;
+    const double tokens = tokens_of(key.first);
+    const auto config = configs.find(key.first);
+    double per_token = t.activation_bytes_per_token_hidden * h;
+    if (config != configs.end()) {
+      const TransformerConfig& c = *config->second;
+      const bool moe_layer = c.moe.experts > 0 && key.second >= c.moe.dense_layers;
+      per_token = block_activation_bytes_per_token(c, moe_layer, t.moe_top_k);
+    }
+    const double block = per_token * tokens;
     full += block;
     inputs += 2 * h * tokens;
     largest = std::max(largest, block);
   }
-  return t.activation_checkpointing ? inputs + largest : full;
+  for (const auto& [tower, c] : configs) loss += loss_activation_bytes_per_token(*c) * tokens_of(tower);
+  return (t.activation_checkpointing ? inputs + largest : full) + loss;
 }
 
 MemoryBreakdown memory_per_gpu(const Plan& plan, const ModelSpec& model, const Routing& routing,
@@ -115,6 +131,7 @@ MemoryBreakdown memory_per_gpu(const Plan& plan, const ModelSpec& model, const R
     m.state_bytes = 4 * most + 8 * s.adamw / shards;
     m.transient_bytes = 2 * most + 2 * in_flight_blocks * s.largest_block + 4 * s.largest_muon_block + ns_workspace +
                         (facts.run_ahead ? 2 * s.muon : 0);
+    m.grads_apart_from_activations = true;
   } else if (facts.gathers_params) {
     // FSDP2: every rank keeps its shard of everything; the forward unshards blocks in bf16
     // (in use + prefetched) and the backward holds one block's fp32 gradient.
@@ -122,6 +139,7 @@ MemoryBreakdown memory_per_gpu(const Plan& plan, const ModelSpec& model, const R
     m.grad_bytes = 4 * s.total / shards;
     m.state_bytes = (4 * s.muon + 8 * s.adamw) / shards;
     m.transient_bytes = 2 * in_flight_blocks * s.largest_block + 4 * s.largest_block + ns_workspace;
+    m.grads_apart_from_activations = true;
   } else {
     // DDP: every rank keeps everything, plus the bf16 compute copy of every weight.
     m.master_bytes = 4 * s.total;
@@ -134,9 +152,15 @@ MemoryBreakdown memory_per_gpu(const Plan& plan, const ModelSpec& model, const R
 
 std::string describe(const MemoryBreakdown& m) {
   char buf[200];
-  std::snprintf(buf, sizeof buf, "master %.2f + grads %.2f + optimizer state %.2f + transient %.2f + activations %.2f GiB",
-                m.master_bytes / kGiB, m.grad_bytes / kGiB, m.state_bytes / kGiB, m.transient_bytes / kGiB,
-                m.activation_bytes / kGiB);
+  if (m.grads_apart_from_activations) {
+    std::snprintf(buf, sizeof buf, "master %.2f + optimizer state %.2f + transient %.2f + max(grads %.2f, activations %.2f) GiB",
+                  m.master_bytes / kGiB, m.state_bytes / kGiB, m.transient_bytes / kGiB, m.grad_bytes / kGiB,
+                  m.activation_bytes / kGiB);
+  } else {
+    std::snprintf(buf, sizeof buf, "master %.2f + grads %.2f + optimizer state %.2f + transient %.2f + activations %.2f GiB",
+                  m.master_bytes / kGiB, m.grad_bytes / kGiB, m.state_bytes / kGiB, m.transient_bytes / kGiB,
+                  m.activation_bytes / kGiB);
+  }
   return buf;
 }
 
