@@ -212,19 +212,21 @@ std::vector<exec::CommSweepCurve> measure_collectives(const Args& a, const Scena
   return curves;
 }
 
-// collective_step_overhead_us from the probe's phase and the curves just measured. One GPU:
-// not set (its collectives are local copies, which the simulator prices from the copy curve).
-// A phase faster than its curves' sum is recorded as 0 and said so.
+// collective_step_overhead_us (several GPUs, per NCCL call) or local_collective_step_overhead_us
+// (one GPU, per launch) from the probe's phase and the curves just measured. A phase faster
+// than its curves' sum is recorded as 0 and said so.
 void set_collective_step_overhead(CalibrationTable& t, const Scenario& sc, const bench::StepLaunchProbe& probe, int world) {
-  if (world < 2) return;
   const CostModel measured(device_profile(t.gpu, "--profile"), t);
   const StepPlan sp = bench::step_probe_plan(sc, world);
   const CurvePricedCollectives priced = curve_priced_collectives(sp.plan, 0, measured);
-  const double overhead = collective_step_overhead_seconds(probe.comm_phase_seconds, priced);
-  std::cerr << "  collective step overhead: " << overhead * 1e6 << " us a call (phase " << probe.comm_phase_seconds * 1e3
-            << " ms, " << priced.calls << " calls whose curves sum to " << priced.seconds * 1e3 << " ms)"
-            << (overhead < 0 ? "; faster than the curves: recorded as 0" : "") << std::endl;
-  t.collective_step_overhead_us = std::max(0.0, overhead) * 1e6;
+  const bool local = world == 1;
+  const double overhead = collective_step_overhead_seconds(probe.comm_phase_seconds, priced, local);
+  std::cerr << "  " << (local ? "local " : "") << "collective step overhead: " << overhead * 1e6 << " us a "
+            << (local ? "launch" : "call") << " (phase " << probe.comm_phase_seconds * 1e3 << " ms, "
+            << (local ? priced.launches : priced.calls) << (local ? " launches" : " calls") << " whose curves sum to "
+            << priced.seconds * 1e3 << " ms)" << (overhead < 0 ? "; faster than the curves: recorded as 0" : "")
+            << std::endl;
+  (local ? t.local_collective_step_overhead_us : t.collective_step_overhead_us) = std::max(0.0, overhead) * 1e6;
 }
 
 void print_summary(const CalibrationTable& t, const std::string& out) {
@@ -232,7 +234,8 @@ void print_summary(const CalibrationTable& t, const std::string& out) {
             << ", " << t.date << "\n  GEMM " << t.gemm_tflops << " TFLOP/s, copy " << t.hbm_GBps << " GB/s, launch "
             << t.launch_overhead_us.value_or(0) << " us, executor issue " << t.executor_issue_us.value_or(0)
             << " us a launch, collective step overhead " << t.collective_step_overhead_us.value_or(0)
-            << " us a call\n  elementwise (GB/s at the largest size): momentum "
+            << " us a call (one GPU: " << t.local_collective_step_overhead_us.value_or(0)
+            << " us a launch)\n  elementwise (GB/s at the largest size): momentum "
             << t.elementwise.momentum_GBps.value_or(0) << ", update " << t.elementwise.update_GBps.value_or(0)
             << ", adamw " << t.elementwise.adamw_GBps.value_or(0) << "\n  Newton-Schulz: " << t.ns.size()
             << " measurements\n  collectives (busbw GB/s at the largest size):";

@@ -31,7 +31,8 @@ void apply_measured_collectives(StepProgram& program, const CostModel& cost, int
     if (!seconds) continue;
     source[i] = "measured";
     if (ranks == 1) {
-      c.local_seconds = *seconds + std::max(0, c.calls - 1) * cost.launch_overhead_s();
+      c.local_seconds = *seconds + std::max(0, c.calls - 1) * cost.launch_overhead_s() +
+                        cost.local_collective_step_overhead_s();
     } else {
       // Inside a step each NCCL call also pays what its isolated curve does not see
       // (core/cost/step_overhead.hpp; 0 without the key).

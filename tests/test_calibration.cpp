@@ -140,6 +140,7 @@ TEST_CASE("v1 calibration files still load; save -> load is exact", "[calibratio
   // A number that needs all 17 digits survives too.
   auto t = parse_text(kV2);
   t.collective_step_overhead_us = 6.0 + 0.1 + 0.2;
+  t.local_collective_step_overhead_us = 1.0 + 0.1 + 0.2;
   t.collectives[0].curve.points[0].second = 0.1 + 0.2;
   t.forward_backward->layers[0].backward_s = std::nextafter(0.004, 1.0);
   t.forward_backward->host_floor[0].per_step_s = -(0.1 + 0.2);
@@ -154,6 +155,12 @@ TEST_CASE("collective_step_overhead_us: read, >= 0, in seconds from the cost mod
   CHECK(CostModel(h200(), t).collective_step_overhead_s() == Approx(6.5e-6).epsilon(1e-15));
   CHECK(CostModel(h200(), parse_text(kV2)).collective_step_overhead_s() == 0);
   CHECK(CostModel(h200()).collective_step_overhead_s() == 0);
+  const auto local = parse_text(replaced(with, "overhead_us: 6.5", "overhead_us: 6.5\nlocal_collective_step_overhead_us: 1.5"));
+  CHECK(local.local_collective_step_overhead_us == 1.5);
+  CHECK(CostModel(h200(), local).local_collective_step_overhead_s() == Approx(1.5e-6).epsilon(1e-15));
+  CHECK(CostModel(h200(), t).local_collective_step_overhead_s() == 0);
+  CHECK_THROWS_WITH(parse_text(replaced(with, "overhead_us: 6.5", "overhead_us: 6.5\nlocal_collective_step_overhead_us: -2")),
+                    Catch::Contains("local_collective_step_overhead_us: must be >= 0"));
   CHECK(parse_text(replaced(with, "overhead_us: 6.5", "overhead_us: 0")).collective_step_overhead_us == 0);
   CHECK_THROWS_WITH(parse_text(replaced(with, "overhead_us: 6.5", "overhead_us: -1")),
                     Catch::Contains("c.yaml:11: collective_step_overhead_us: must be >= 0"));

@@ -75,9 +75,17 @@ TEST_CASE("collective_step_overhead_us adds its time per NCCL call to a measured
       CHECK(simulated(program, cluster(1, 2), cost, mode) == Approx(kAllGather.seconds_at(bytes) + 3 * 6.5e-6).epsilon(0.01));
     }
   }
-  // One GPU: a local copy, not an NCCL exchange; the overhead is not added.
-  const auto local = one_collective(all_gather({0}, 2e6), 1);
+  // One GPU: a local copy, not an NCCL exchange; the multi-GPU overhead is not added, the
+  // one-GPU key once a launch, whatever its calls.
+  auto local = one_collective(all_gather({0}, 2e6), 1);
   CHECK(simulated(local, cluster(1, 1), cost, SimMode::fast) == Approx(kAllGather.seconds_at(2e6)).epsilon(1e-9));
+  t.local_collective_step_overhead_us = 1.5;
+  const CostModel with_local(device_profile("h100-sxm"), t);
+  CHECK(simulated(local, cluster(1, 1), with_local, SimMode::fast) ==
+        Approx(kAllGather.seconds_at(2e6) + 1.5e-6).epsilon(1e-9));
+  local.collectives[0].calls = 3;  // + two launches' overhead for the extra calls, one step overhead
+  CHECK(simulated(local, cluster(1, 1), with_local, SimMode::fast) ==
+        Approx(kAllGather.seconds_at(2e6) + 2 * with_local.launch_overhead_s() + 1.5e-6).epsilon(1e-9));
 }
 
 TEST_CASE("measured collectives still share links; other shapes stay modelled", "[sim][calibration]") {

@@ -61,11 +61,15 @@ TEST_CASE("an adamw Plan's collectives: one all-gather and one reduce-scatter a 
   for (int rank : {0, 1}) {
     const CurvePricedCollectives priced = curve_priced_collectives(sp.plan, rank, cost);
     CHECK(priced.calls == 2 * static_cast<int>(s.model.params.size()));
+    CHECK(priced.launches == priced.calls);  // one call a Plan collective here
     CHECK(priced.seconds == Approx(bytes * (ag + rs)).epsilon(1e-9));
     // The overhead spreads what the measured phase took beyond that over the calls.
     const double measured = priced.seconds + priced.calls * 6.5e-6;
     CHECK(collective_step_overhead_seconds(measured, priced) == Approx(6.5e-6).epsilon(1e-9));
     CHECK(collective_step_overhead_seconds(0.5 * priced.seconds, priced) < 0);  // faster than the curves: negative
+    // Per launch (the one-GPU key): the same spread over the Plan's collectives.
+    const CurvePricedCollectives fewer{priced.seconds, priced.calls, priced.calls / 2};
+    CHECK(collective_step_overhead_seconds(measured, fewer, true) == Approx(2 * 6.5e-6).epsilon(1e-9));
   }
 }
 

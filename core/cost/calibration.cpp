@@ -126,6 +126,11 @@ double CostModel::collective_step_overhead_s() const {
   return *calibration_->collective_step_overhead_us * 1e-6;
 }
 
+double CostModel::local_collective_step_overhead_s() const {
+  if (!calibration_ || !calibration_->local_collective_step_overhead_us) return 0;
+  return *calibration_->local_collective_step_overhead_us * 1e-6;
+}
+
 ElementwiseTime CostModel::elementwise_time(double bytes, ElementwiseKind kind) const {
   if (!(bytes >= 0) || !std::isfinite(bytes)) throw Error("elementwise cost: bytes must be >= 0, got " + std::to_string(bytes));
   if (!calibration_) return {bytes / (hbm_GBps_ * 1e9) + launch_overhead_s(), "datasheet"};

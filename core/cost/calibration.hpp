@@ -107,6 +107,7 @@ struct ForwardBackwardTable {
 // Keys `dmuon-bench calibrate` adds (each optional):
 //   commit: 73d22eb   date: "2026-11-23 11:02 UTC"   machine: "2 x NVIDIA H200 (driver ...)"
 //   launch_overhead_us: 2.1   executor_issue_us: 6.8   collective_step_overhead_us: 6.6
+//   local_collective_step_overhead_us: 1.2
 //   elementwise_curves: {momentum: [[bytes, seconds], ...], muon_update: [...], adamw: [...],
 //                        copy: [...]}
 //   collectives:                  # NCCL, one entry per (kind, ranks, nodes)
@@ -145,6 +146,10 @@ struct CalibrationTable {
   // (core/cost/step_overhead.hpp). The curves time one size repeated; in a step each call
   // follows a different one through an event wait, which they do not see.
   std::optional<double> collective_step_overhead_us;
+  // The same for a one-GPU collective (a local copy), per launch: measured on a one-GPU machine.
+  // Per launch, not per call: one rank's grouped calls cost one launch (a multi-region
+  // all-reduce priced per region overshot ddp-redundant's phase by 42% on 1 x H100).
+  std::optional<double> local_collective_step_overhead_us;
   ElementwiseCurves elementwise_curves;       // key elementwise_curves
   std::vector<CollectiveCurve> collectives;   // key collectives
   std::optional<ForwardBackwardTable> forward_backward;  // key forward_backward
@@ -231,6 +236,8 @@ class CostModel {
   std::optional<double> executor_issue_seconds() const;
   // The calibration's collective_step_overhead_us in seconds; 0 without one.
   double collective_step_overhead_s() const;
+  // The calibration's local_collective_step_overhead_us in seconds; 0 without one.
+  double local_collective_step_overhead_s() const;
 
   // Bytes one fused elementwise pass moves per step over `numel` elements, for a bf16 model
   // with fp32 master weights and fp32 optimizer state (DESIGN.md "Exact semantics").

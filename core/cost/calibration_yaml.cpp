@@ -250,6 +250,10 @@ void emit_provenance_and_curves(YAML::Emitter& out, const CalibrationTable& t) {
   if (t.collective_step_overhead_us) {
     out << YAML::Key << "collective_step_overhead_us" << YAML::Value << number_text(*t.collective_step_overhead_us);
   }
+  if (t.local_collective_step_overhead_us) {
+    out << YAML::Key << "local_collective_step_overhead_us" << YAML::Value
+        << number_text(*t.local_collective_step_overhead_us);
+  }
   const auto& c = t.elementwise_curves;
   if (c != ElementwiseCurves{}) {
     out << YAML::Key << "elementwise_curves" << YAML::Value << YAML::BeginMap;
@@ -338,6 +342,9 @@ CalibrationTable parse_calibration(const YamlValue& root) {
   if (auto v = m.find("launch_overhead_us")) t.launch_overhead_us = v->as_positive_double();
   if (auto v = m.find("executor_issue_us")) t.executor_issue_us = v->as_positive_double();
   if (auto v = m.find("collective_step_overhead_us")) t.collective_step_overhead_us = v->as_nonnegative_double();
+  if (auto v = m.find("local_collective_step_overhead_us")) {
+    t.local_collective_step_overhead_us = v->as_nonnegative_double();
+  }
   if (auto v = m.find("elementwise_curves")) t.elementwise_curves = parse_elementwise_curves(*v);
   if (auto v = m.find("collectives")) {
     t.collectives = parse_list<CollectiveCurve>(*v, parse_collective);

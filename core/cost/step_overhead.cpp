@@ -32,17 +32,18 @@ CurvePricedCollectives curve_priced_collectives(const Plan& plan, int rank, cons
     out.seconds += *seconds;
     const bool per_region = kind == OpKind::broadcast || kind == OpKind::reduce || kind == OpKind::all_reduce;
     out.calls += per_region ? std::max<int>(1, static_cast<int>(op.regions.size())) : 1;
+    out.launches += 1;
   }
   return out;
 }
 
-double collective_step_overhead_seconds(double measured_seconds, const CurvePricedCollectives& priced) {
+double collective_step_overhead_seconds(double measured_seconds, const CurvePricedCollectives& priced, bool per_launch) {
   if (!(measured_seconds > 0) || !std::isfinite(measured_seconds)) {
     throw Error("collective step overhead: the measured phase must take a positive finite time, got " +
                 std::to_string(measured_seconds) + " s");
   }
   if (priced.calls < 1) throw Error("collective step overhead: the Plan has no forward/backward collective to measure");
-  return (measured_seconds - priced.seconds) / priced.calls;
+  return (measured_seconds - priced.seconds) / (per_launch ? priced.launches : priced.calls);
 }
 
 }  // namespace dmuon

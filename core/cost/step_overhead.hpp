@@ -17,6 +17,7 @@ namespace dmuon {
 struct CurvePricedCollectives {
   double seconds = 0;  // sum of the curve times
   int calls = 0;       // NCCL calls (a broadcast, reduce or all-reduce: one per region)
+  int launches = 0;    // Plan collectives (each one launch of the executor)
 };
 
 // Throws dmuon::Error naming the rank and op when a collective has no curve (its kind or
@@ -24,10 +25,12 @@ struct CurvePricedCollectives {
 // size); `rank` must be a rank of the Plan.
 CurvePricedCollectives curve_priced_collectives(const Plan& plan, int rank, const CostModel& cost);
 
-// (measured - priced.seconds) / priced.calls: what each call cost on top of its curve when
-// the same collectives ran as a step's forward/backward phase in `measured_seconds`. May be
-// negative (the phase ran faster than its curves). Throws dmuon::Error without calls or
-// when measured_seconds is not a positive finite number.
-double collective_step_overhead_seconds(double measured_seconds, const CurvePricedCollectives& priced);
+// (measured - priced.seconds) / priced.calls (`per_launch`: / priced.launches, the one-GPU
+// key's unit): what each call or launch cost on top of its curve when the same collectives ran
+// as a step's forward/backward phase in `measured_seconds`. May be negative (the phase ran
+// faster than its curves). Throws dmuon::Error without calls or when measured_seconds is not a
+// positive finite number.
+double collective_step_overhead_seconds(double measured_seconds, const CurvePricedCollectives& priced,
+                                        bool per_launch = false);
 
 }  // namespace dmuon
