@@ -167,6 +167,12 @@ TEST_CASE("--validate compares with an fsdp2_step.py report (fwd+bwd and peak me
   o = run("--validate " + report("fsdp2-bad3.json", R"("mode": "eager", "model": "qwen2-0.5b")") + scenario);
   CHECK(o.exit_code == 2);
   CHECK(o.output.find(".mode: expected fsdp2 or compute-only") != std::string::npos);
+  // A host-floor probe of a cut-down model (fsdp2_step.py --num-layers) is refused; its own depth passes.
+  o = run("--validate " + report("fsdp2-bad4.json", R"("mode": "fsdp2", "model": "qwen2-0.5b", "num_layers": 12, "fwd_bwd_seconds_median": 0.1, "peak_allocated_bytes": 1e9)") + scenario);
+  CHECK(o.exit_code == 2);
+  CHECK(o.output.find("fsdp2-bad4.json.num_layers: 12 decoder layers but scenario") != std::string::npos);
+  o = run("--validate " + report("fsdp2-full.json", R"("mode": "fsdp2", "model": "qwen2-0.5b", "num_layers": 24, "fwd_bwd_seconds_median": 0.1, "peak_allocated_bytes": 1e9)") + scenario);
+  CHECK(o.exit_code == 0);
   o = run("--validate " + data + "fsdp2-step-fixture.json");
   CHECK(o.exit_code == 2);
   CHECK(o.output.find("--scenario: required with an fsdp2_step.py report") != std::string::npos);

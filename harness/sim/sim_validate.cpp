@@ -94,6 +94,15 @@ Validation validate_fsdp2(const nlohmann::json& j, const std::string& measured_f
   if (scenario.model.name != model) {
     throw Error(where + ".model: '" + model + "' but scenario " + scenario_file + " has model '" + scenario.model.name + "'");
   }
+  // A run of a cut-down model (fsdp2_step.py --num-layers: the host-floor probe) is not this model.
+  if (j.contains("num_layers") && !scenario.model.transformers.empty()) {
+    std::int64_t layers = 0;
+    for (const auto& t : scenario.model.transformers) layers += t.config.layers;
+    if (positive_int(j, "num_layers", where) != layers) {
+      throw Error(where + ".num_layers: " + j.at("num_layers").dump() + " decoder layers but scenario " + scenario_file +
+                  "'s model has " + std::to_string(layers) + " (a --num-layers probe, not a step of this model)");
+    }
+  }
   if (fsdp2 && positive_int(j, "world", where) != scenario.cluster.world_size()) {
     throw Error(where + ".world: " + j.at("world").dump() + " GPUs but scenario " + scenario_file + " has " +
                 std::to_string(scenario.cluster.world_size()));
