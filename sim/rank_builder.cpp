@@ -34,7 +34,7 @@ int RankBuilder::merged_index(int rank, const Op& op, int unit) {
   const bool mergeable = op.phase != Phase::optimizer && unit >= 0 && merge_;
   const bool run_ahead = op.run_ahead && !as_is_;
   // A broadcast run as an all-reduce is priced and merged as the all-reduce NCCL runs.
-  const OpKind kind = op.kind == OpKind::broadcast && op.via_all_reduce ? OpKind::all_reduce : op.kind;
+  const OpKind kind = executed_collective_kind(op);
   const auto key = std::make_tuple(int(kind), op.group, int(op.phase), int(op.buffer), unit, run_ahead);
   if (mergeable) {
     auto it = by_key.find(key);
@@ -60,8 +60,7 @@ int RankBuilder::merged_index(int rank, const Op& op, int unit) {
   }
   SimCollective& c = prog_.collectives[static_cast<std::size_t>(index)];
   c.merged += 1;
-  const bool per_region = kind == OpKind::broadcast || kind == OpKind::reduce || kind == OpKind::all_reduce;
-  c.calls += per_region ? std::max<int>(1, static_cast<int>(op.regions.size())) : 1;
+  c.calls += nccl_calls(op);
   const int bpe = plan_.bytes_per_element;
   if (op.kind == OpKind::all_to_all) {
     for (const Transfer& tr : op.transfers) c.call.transfers.emplace_back(tr.src, tr.dst, double(tr.from.count) * bpe);

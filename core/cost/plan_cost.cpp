@@ -1,5 +1,6 @@
 #include "core/cost/plan_cost.hpp"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -61,6 +62,16 @@ double collective_payload_bytes(const Op& op, int rank, int bytes_per_element) {
     default: break;
   }
   return double(n) * bytes_per_element;
+}
+
+OpKind executed_collective_kind(const Op& op) {
+  return op.kind == OpKind::broadcast && op.via_all_reduce ? OpKind::all_reduce : op.kind;
+}
+
+int nccl_calls(const Op& op) {
+  const OpKind kind = executed_collective_kind(op);
+  const bool per_region = kind == OpKind::broadcast || kind == OpKind::reduce || kind == OpKind::all_reduce;
+  return per_region ? std::max<int>(1, static_cast<int>(op.regions.size())) : 1;
 }
 
 namespace {

@@ -42,6 +42,15 @@ std::vector<NsTime> rank_compute_times(const std::vector<Op>& ops, const Routing
 // The payload of one collective op on `rank` (the convention of annotate_plan); 0 for compute.
 double collective_payload_bytes(const Op& op, int rank, int bytes_per_element);
 
+// The collective NCCL runs for a Plan collective: a broadcast run as an all-reduce
+// (Op::via_all_reduce) is that all-reduce. The simulator prices it so, and so does the
+// calibration's in-step overhead (core/cost/step_overhead.hpp).
+OpKind executed_collective_kind(const Op& op);
+
+// NCCL calls one Plan collective makes: a broadcast, reduce or all-reduce one per region (the
+// executor coalesces them into one launch), any other collective one.
+int nccl_calls(const Op& op);
+
 // Bytes a collective op moves per rank on the wire, summed over all of a rank's ops of `phase`
 // (or every phase when `phase` is null): the "traffic a strategy adds" figure of reports.
 double collective_payload_bytes(const Plan& plan, int rank, const Phase* phase = nullptr);

@@ -22,7 +22,7 @@ CurvePricedCollectives curve_priced_collectives(const Plan& plan, int rank, cons
     const std::string where = "collective step overhead: rank " + std::to_string(rank) + " op " + std::to_string(i) +
                               " (" + op.label + ")";
     if (op.kind == OpKind::all_to_all) throw Error(where + ": an all-to-all has no single curve size");
-    const OpKind kind = op.kind == OpKind::broadcast && op.via_all_reduce ? OpKind::all_reduce : op.kind;
+    const OpKind kind = executed_collective_kind(op);
     const int ranks = static_cast<int>(plan.groups.at(static_cast<std::size_t>(op.group)).ranks.size());
     const auto seconds = cost.collective_seconds(kind, ranks, 1, collective_payload_bytes(op, rank, plan.bytes_per_element));
     if (!seconds) {
@@ -30,8 +30,7 @@ CurvePricedCollectives curve_priced_collectives(const Plan& plan, int rank, cons
                   std::to_string(ranks) + " GPUs of one node");
     }
     out.seconds += *seconds;
-    const bool per_region = kind == OpKind::broadcast || kind == OpKind::reduce || kind == OpKind::all_reduce;
-    out.calls += per_region ? std::max<int>(1, static_cast<int>(op.regions.size())) : 1;
+    out.calls += nccl_calls(op);
     out.launches += 1;
   }
   return out;
