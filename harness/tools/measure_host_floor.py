@@ -7,14 +7,18 @@ waits on the host (reports/sim-validation.md, the qwen2-0.5b and FSDP2 misses). 
 prices a layer as max(its GPU time, this floor) (core/cost/forward_backward_cost.hpp).
 
 How: the model's own transformers code (fsdp2_step.py's build_model, run_iterations), built with
-2 and then 6 decoder layers; forward + backward of the whole model timed at 32 tokens, median of
-the iterations; the floor per layer is the slope (t6 - t2) / 4, so the once-per-step costs
-(embedding, head and loss, FSDP2's root) fall into the intercept, reported beside it. FSDP2 runs on
+2, 6 and 12 decoder layers, then the same depths again in reverse order; forward + backward of the
+whole model timed at 32 tokens, median of the iterations; the floor per layer is the least-squares
+slope over the six runs, so the once-per-step costs (embedding, head and loss, FSDP2's root) fall
+into the intercept, reported beside it. Why six runs: the device machine's host speed drifts by
+20% within a minute (harness/tools/host_floor_study.py, reports/sim-validation.md section 0), and
+a slope from two runs four layers apart read 2.3 to 3.5 ms a layer for one model within a minute
+(2026-11-25); `fwd_bwd_s` holds each depth's mean of its two runs. FSDP2 runs on
 one rank (world 1: no collective crosses a GPU, the hooks, casts and copies all run), fp32 master
 parameters, bf16 compute, fp32 reduce, as fsdp2_step.py --mode fsdp2. Used by measure_layers.py
 --host-floor; each entry is
-  {"model", "mode": "eager" | "fsdp2", "micro_batch", "seq_len", "layers": [2, 6],
-   "fwd_bwd_s": [t2, t6], "per_layer_s", "per_step_s"}
+  {"model", "mode": "eager" | "fsdp2", "micro_batch", "seq_len", "layers": [2, 6, 12],
+   "fwd_bwd_s": [t2, t6, t12], "per_layer_s", "per_step_s"}
 """
 
 import argparse
@@ -24,7 +28,7 @@ import fsdp2_step  # harness/tools/, beside this module
 import dmuon_model
 
 TOKENS = 32
-LAYER_COUNTS = (2, 6)
+LAYER_COUNTS = (2, 6, 12)
 ITERS, WARMUP = 10, 3
 
 
@@ -52,15 +56,31 @@ def measure(torch, spec, device, log):
     except Exception as e:  # the eager floor still stands
         log(f"host floor: FSDP2 not measured (torch.distributed on one GPU failed: {type(e).__name__}: {e})")
     entries = []
+    # Depths past the model's own are not this model; a model of 1 layer gives no slope.
+    counts = tuple(n for n in LAYER_COUNTS if n < kwargs["num_hidden_layers"]) + (kwargs["num_hidden_layers"],)
+    counts = tuple(sorted(set(counts)))[:len(LAYER_COUNTS)]
+    if len(counts) < 2:
+        log(f"host floor: not measured ({spec['name']} has {kwargs['num_hidden_layers']} layer: no slope)")
+        return entries
     for mode in modes:
         tool_mode = "compute-only" if mode == "eager" else "fsdp2"
-        t = [_median_fwd_bwd(torch, spec, family, kwargs, n, tool_mode, device, log) for n in LAYER_COUNTS]
-        per_layer = (t[1] - t[0]) / (LAYER_COUNTS[1] - LAYER_COUNTS[0])
-        if per_layer <= 0:  # noise larger than four layers' cost: no floor to report
-            log(f"host floor {mode}: not reported ({LAYER_COUNTS} layers took {t} s: no positive slope)")
+        runs = [(n, _median_fwd_bwd(torch, spec, family, kwargs, n, tool_mode, device, log))
+                for n in counts + tuple(reversed(counts))]
+        per_layer, per_step = least_squares(runs)
+        if per_layer <= 0:  # noise larger than ten layers' cost: no floor to report
+            log(f"host floor {mode}: not reported (runs {runs}: no positive slope)")
             continue
+        means = [statistics.fmean(t for m, t in runs if m == n) for n in counts]
         entries.append({"model": spec["name"], "mode": mode, "micro_batch": 1, "seq_len": TOKENS,
-                        "layers": list(LAYER_COUNTS), "fwd_bwd_s": t, "per_layer_s": per_layer,
-                        "per_step_s": t[0] - LAYER_COUNTS[0] * per_layer})
-        log(f"host floor {mode}: {per_layer * 1e3:.3f} ms a layer, {entries[-1]['per_step_s'] * 1e3:.2f} ms a step")
+                        "layers": list(counts), "fwd_bwd_s": means, "per_layer_s": per_layer,
+                        "per_step_s": per_step})
+        log(f"host floor {mode}: {per_layer * 1e3:.3f} ms a layer, {per_step * 1e3:.2f} ms a step")
     return entries
+
+
+def least_squares(runs):
+    """Slope and intercept of seconds against depth over the (depth, seconds) runs."""
+    mx = statistics.fmean(n for n, _ in runs)
+    my = statistics.fmean(t for _, t in runs)
+    slope = sum((n - mx) * (t - my) for n, t in runs) / sum((n - mx) ** 2 for n, _ in runs)
+    return slope, my - slope * mx

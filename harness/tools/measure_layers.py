@@ -23,7 +23,9 @@ ForwardBackwardTable; the simulator prices a layer from it, core/cost/forward_ba
   ("block", rotary embeddings computed once outside as the model does), the token embedding
   ("embedding") and final RMSNorm + LM head + HF's causal-LM loss ("head"), at micro_batch x
   seq_len. Never the whole model.
-Every time is the median of --reps calls after warm-up, from CUDA events; inputs are random
+Every time is the median of --reps calls after warm-up, from CUDA events, issued while the GPU
+waits behind a spin kernel so that the events time GPU work and no host issue time (the host's side
+is the host floor, measure_host_floor.py); inputs are random
 (never zeros) and GEMM operands rotate through a 5 GiB pool so that the L2 cache is not timed.
 The grid is bounded to about a minute on an H100 (see GEMM_MAX_FLOPS). Progress goes to stderr;
 the JSON is written at the end.
@@ -52,44 +54,75 @@ ATTN_SEQ = [512, 1024, 2048, 4096, 8192]
 ATTN_HEAD_DIM = [64, 128]
 ATTN_HEADS = [(16, 2), (16, 8), (32, 2), (32, 8)]  # (heads, kv_heads)
 ATTN_TOKENS = 8192  # samples = tokens / seq_len (4096..16384 tokens in all)
+SPIN_CYCLES = 20_000_000       # GPU clock cycles a timed issue waits behind: ~10 ms on Hopper
+SPIN_CYCLES_MAX = 2_560_000_000  # ~1.3 s: a host slower than that is stuck, not slow
 
 
 def log(msg):
     print(f"[measure_layers {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
+def issue_behind_spin(torch, issue, cycles=SPIN_CYCLES):
+    """issue() with the GPU held in a spin kernel until the host has issued all of it, so that the
+    CUDA events issue() records time GPU work only: without it, the host's own issue time leaks
+    into the timed interval wherever the GPU is faster than the host (one Qwen2-0.5B decoder layer
+    read 4.10 ms forward + backward timed plainly, 1.78 ms behind a spin; the whole model at 2 x 2048
+    tokens ran its 24 layers at 2.3 ms each: host_floor_study.py, 2026-11-25). The host floor
+    (measure_host_floor.py) is the separate measurement of the host's side. Doubles the spin until
+    it outlasts the issue. Returns issue()'s result."""
+    while True:
+        torch.cuda.synchronize()
+        torch.cuda._sleep(cycles)
+        spin_end = torch.cuda.Event()
+        spin_end.record()
+        result = issue()
+        if not spin_end.query():
+            return result
+        if cycles >= SPIN_CYCLES_MAX:
+            raise RuntimeError(f"the host needs longer than a {cycles}-cycle spin to issue one measurement")
+        cycles *= 2
+
+
 def median_seconds(torch, fn, reps, warmup=2):
-    """Median of `reps` timed calls fn(i) (CUDA events around each), after `warmup` calls."""
+    """Median of `reps` timed calls fn(i) (CUDA events around each), after `warmup` calls; the reps
+    run back to back behind one spin (issue_behind_spin)."""
     for i in range(warmup):
         fn(i)
-    events = []
-    for i in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn(warmup + i)
-        end.record()
-        events.append((start, end))
+
+    def issue():
+        events = []
+        for i in range(reps):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn(warmup + i)
+            end.record()
+            events.append((start, end))
+        return events
+
+    events = issue_behind_spin(torch, issue)
     torch.cuda.synchronize()
     return statistics.median(s.elapsed_time(e) for s, e in events) / 1e3
 
 
 def fwd_bwd_seconds(torch, forward, backward, reps, warmup=2):
     """Medians of forward and backward timed separately: forward(i) returns what backward(out, i)
-    differentiates."""
+    differentiates. Each rep is issued behind its own spin (issue_behind_spin)."""
     for i in range(warmup):
         backward(forward(i), i)
     fwd, bwd = [], []
     for i in range(reps):
-        ev = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
-        ev[0].record()
-        out = forward(warmup + i)
-        ev[1].record()
-        ev[2].record()
-        backward(out, warmup + i)
-        ev[3].record()
+        def issue():
+            ev = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
+            ev[0].record()
+            out = forward(warmup + i)
+            ev[1].record()
+            ev[2].record()
+            backward(out, warmup + i)
+            ev[3].record()
+            return ev
+        ev = issue_behind_spin(torch, issue)
         fwd.append((ev[0], ev[1]))
         bwd.append((ev[2], ev[3]))
-        del out
     torch.cuda.synchronize()
     med = lambda pairs: statistics.median(s.elapsed_time(e) for s, e in pairs) / 1e3
     return med(fwd), med(bwd)
