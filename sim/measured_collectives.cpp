@@ -31,8 +31,13 @@ void apply_measured_collectives(StepProgram& program, const CostModel& cost, int
     if (!seconds) continue;
     source[i] = "measured";
     if (ranks == 1) {
-      c.local_seconds = *seconds + std::max(0, c.calls - 1) * cost.launch_overhead_s() +
-                        cost.local_collective_step_overhead_s();
+      // The op's NCCL calls run in one group (kernels/exec/collectives.cpp): each call past the
+      // first costs what the cheapest measured call of its kind does on one GPU. That is not a
+      // kernel launch for every kind: in place on one rank a broadcast or all-gather launches
+      // nothing (0.5 us on H100), a reduce or reduce-scatter does (3.8 us); pricing every extra
+      // call as a launch put Qwen2-0.5B's `dedicated` fwd/bwd collectives 20-29% high (2026-11-25).
+      const double extra_call_s = *cost.collective_cheapest_call_seconds(c.call.kind, 1, 1);
+      c.local_seconds = *seconds + std::max(0, c.calls - 1) * extra_call_s + cost.local_collective_step_overhead_s();
     } else {
       // Inside a step each NCCL call also pays what its isolated curve does not see
       // (core/cost/step_overhead.hpp; 0 without the key).

@@ -83,9 +83,32 @@ TEST_CASE("collective_step_overhead_us adds its time per NCCL call to a measured
   const CostModel with_local(device_profile("h100-sxm"), t);
   CHECK(simulated(local, cluster(1, 1), with_local, SimMode::fast) ==
         Approx(kAllGather.seconds_at(2e6) + 1.5e-6).epsilon(1e-9));
-  local.collectives[0].calls = 3;  // + two launches' overhead for the extra calls, one step overhead
+  local.collectives[0].calls = 3;  // + the cheapest measured call for each extra call, one step overhead
   CHECK(simulated(local, cluster(1, 1), with_local, SimMode::fast) ==
-        Approx(kAllGather.seconds_at(2e6) + 2 * with_local.launch_overhead_s() + 1.5e-6).epsilon(1e-9));
+        Approx(kAllGather.seconds_at(2e6) + 2 * 1.2e-05 + 1.5e-6).epsilon(1e-9));
+}
+
+TEST_CASE("a one-GPU group's extra calls cost the cheapest measured call of their kind", "[sim][calibration]") {
+  // As measured on one H100: in place on one rank a broadcast launches nothing (a flat 0.5 us),
+  // a reduce runs a kernel (3.8 us at its cheapest; its first point is a noisier 4.5 us).
+  const SizeCurve broadcast{{{4096, 5e-07}, {1048576, 5e-07}, {1073741824, 5e-07}}};
+  const SizeCurve reduce{{{4096, 4.5e-06}, {65536, 3.8e-06}, {1048576, 4.3e-06}, {1073741824, 8.6e-04}}};
+  CalibrationTable t = table_with({{OpKind::broadcast, 1, 1, broadcast}, {OpKind::reduce, 1, 1, reduce}});
+  t.local_collective_step_overhead_us = 2.0;
+  const CostModel cost(device_profile("h100-sxm"), t);
+  REQUIRE(cost.collective_cheapest_call_seconds(OpKind::reduce, 1, 1) == 3.8e-06);
+  CHECK_FALSE(cost.collective_cheapest_call_seconds(OpKind::reduce, 2, 1).has_value());
+  for (OpKind kind : {OpKind::broadcast, OpKind::reduce}) {
+    const SizeCurve& curve = kind == OpKind::broadcast ? broadcast : reduce;
+    const double cheapest = kind == OpKind::broadcast ? 5e-07 : 3.8e-06;
+    sim::CollectiveCall call = all_gather({0}, 3e7);
+    call.kind = kind;
+    auto program = one_collective(call, 1);
+    program.collectives[0].calls = 7;  // one block's seven matrices, one NCCL call each, one group
+    INFO(to_string(kind));
+    CHECK(simulated(program, cluster(1, 1), cost, SimMode::fast) ==
+          Approx(curve.seconds_at(3e7) + 6 * cheapest + 2e-6).epsilon(1e-9));
+  }
 }
 
 TEST_CASE("measured collectives still share links; other shapes stay modelled", "[sim][calibration]") {

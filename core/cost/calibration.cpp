@@ -155,6 +155,14 @@ std::optional<double> CostModel::collective_seconds(OpKind kind, int ranks, int 
   return calibration_->collectives[it->second].curve.seconds_at(bytes);
 }
 
+std::optional<double> CostModel::collective_cheapest_call_seconds(OpKind kind, int ranks, int nodes) const {
+  const auto it = collective_curves_.find(std::make_tuple(kind, ranks, nodes));
+  if (it == collective_curves_.end()) return std::nullopt;
+  const auto& points = calibration_->collectives[it->second].curve.points;
+  return std::min_element(points.begin(), points.end(), [](const auto& a, const auto& b) { return a.second < b.second; })
+      ->second;
+}
+
 double CostModel::momentum_bytes(std::int64_t numel) { return 12.0 * double(numel); }
 double CostModel::muon_update_bytes(std::int64_t numel) { return 12.0 * double(numel); }
 double CostModel::adamw_bytes(std::int64_t numel) { return 28.0 * double(numel); }

@@ -227,6 +227,10 @@ class CostModel {
   // (nccl-tests "size"), from the calibration's curve for exactly that (kind, ranks, nodes);
   // nullopt when it has none.
   std::optional<double> collective_seconds(OpKind kind, int ranks, int nodes, double bytes) const;
+  // The cheapest call of `kind` the calibration measured on that shape (the smallest time on its
+  // curve): what one more NCCL call costs when it adds no bytes worth timing. nullopt without a
+  // curve.
+  std::optional<double> collective_cheapest_call_seconds(OpKind kind, int ranks, int nodes) const;
 
   // One kernel launch: the calibration's launch_overhead_us when it has one, else the profile's.
   double launch_overhead_s() const;
