@@ -9,6 +9,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "core/cost/adamw_fused_cost.hpp"
 #include "core/cost/calibration.hpp"
 #include "core/cost/step_overhead.hpp"
 #include "core/cost/device_profile.hpp"
@@ -229,13 +230,39 @@ void set_collective_step_overhead(CalibrationTable& t, const Scenario& sc, const
   (local ? t.local_collective_step_overhead_us : t.collective_step_overhead_us) = std::max(0.0, overhead) * 1e6;
 }
 
+// adamw_fused_issue_us and adamw_fused_vs_curve from the probe's optimizer phase, priced with the
+// AdamW curve just measured, on the rank whose AdamW costs most (its phase is the probe's). A
+// phase that cannot be split is said so and leaves both keys out.
+void set_adamw_fused(CalibrationTable& t, const Scenario& sc, const bench::StepLaunchProbe& probe, int world) {
+  const CostModel measured(device_profile(t.gpu, "--profile"), t);
+  const StepPlan sp = bench::step_probe_plan(sc, world);
+  const Routing routing = route_parameters(sc.model, sc.routing);
+  try {
+    FusedAdamw fused;
+    for (int r = 0; r < world; ++r) {
+      const FusedAdamw f = fused_adamw(sp.plan, r, routing, sc.optimizer, measured);
+      if (f.curve_seconds > fused.curve_seconds) fused = f;
+    }
+    const FusedAdamwCost c = fused_adamw_cost(probe.optimizer_phase_seconds, probe.optimizer_host_seconds, fused);
+    std::cerr << "  fused AdamW: " << fused.tensors << " tensors, optimizer phase " << probe.optimizer_phase_seconds * 1e3
+              << " ms of which host " << probe.optimizer_host_seconds * 1e3 << " ms (" << c.issue_us_per_tensor
+              << " us a tensor), GPU " << c.vs_curve << " x the AdamW curve's " << fused.curve_seconds * 1e3 << " ms"
+              << std::endl;
+    t.adamw_fused_issue_us = c.issue_us_per_tensor;
+    t.adamw_fused_vs_curve = c.vs_curve;
+  } catch (const Error& e) {
+    std::cerr << "  fused AdamW: not recorded (" << e.what() << ")" << std::endl;
+  }
+}
+
 void print_summary(const CalibrationTable& t, const std::string& out) {
   std::cout << "calibration " << out << ": " << t.machine << "\n  commit " << (t.commit.empty() ? "unknown" : t.commit)
             << ", " << t.date << "\n  GEMM " << t.gemm_tflops << " TFLOP/s, copy " << t.hbm_GBps << " GB/s, launch "
             << t.launch_overhead_us.value_or(0) << " us, executor issue " << t.executor_issue_us.value_or(0)
             << " us a launch, collective step overhead " << t.collective_step_overhead_us.value_or(0)
             << " us a call (one GPU: " << t.local_collective_step_overhead_us.value_or(0)
-            << " us a launch)\n  elementwise (GB/s at the largest size): momentum "
+            << " us a launch), fused AdamW " << t.adamw_fused_issue_us.value_or(0) << " us a tensor on the host, GPU "
+            << t.adamw_fused_vs_curve.value_or(0) << " x its curve\n  elementwise (GB/s at the largest size): momentum "
             << t.elementwise.momentum_GBps.value_or(0) << ", update " << t.elementwise.update_GBps.value_or(0)
             << ", adamw " << t.elementwise.adamw_GBps.value_or(0) << "\n  Newton-Schulz: " << t.ns.size()
             << " measurements\n  collectives (busbw GB/s at the largest size):";
@@ -286,6 +313,7 @@ CalibrationTable run(const Args& a, const Inputs& in, int* argc, char*** argv) {
   }
   t.executor_issue_us = probe.issue_seconds * 1e6;
   set_collective_step_overhead(t, in.scenario, probe, static_cast<int>(devices.size()));
+  set_adamw_fused(t, in.scenario, probe, static_cast<int>(devices.size()));
   t.forward_backward = in.forward_backward;
   return t;
 }

@@ -68,17 +68,21 @@ std::vector<SimOp> merge_compute_runs(std::vector<SimOp> ops, bool host_issue) {
 
 void assign_issue_times(std::vector<SimOp>& ops, double seconds_per_launch, bool optimizer_restarts) {
   if (!(seconds_per_launch >= 0)) throw Error("sim: executor issue cost must be >= 0 s a launch");
-  long issued[2] = {0, 0};  // launches enqueued so far on each clock
+  long issued[2] = {0, 0};   // launches enqueued so far on each clock
+  double extra[2] = {0, 0};  // and the ops' host_s so far
   for (SimOp& op : ops) {
     op.issue_clock = optimizer_restarts && op.phase == Phase::optimizer ? 1 : 0;
-    if (op.issue_clock == 0 && issued[1] > 0) {
+    if (op.issue_clock == 0 && (issued[1] > 0 || extra[1] > 0)) {
       throw Error("sim: rank op '" + op.label + "' of the forward/backward run follows optimizer ops (host issue model)");
     }
+    if (!(op.host_s >= 0)) throw Error("sim: rank op '" + op.label + "': host seconds must be >= 0");
     long& n = issued[op.issue_clock];
-    op.issued_s = seconds_per_launch * double(n + (op.launches > 0 ? 1 : 0));
+    double& x = extra[op.issue_clock];
+    x += op.host_s;
+    op.issued_s = seconds_per_launch * double(n + (op.launches > 0 ? 1 : 0)) + x;
     n += op.launches;
     // A collective's GPU time is only known when it runs: its bound is its last launch's issue.
-    op.issued_end_s = op.collective >= 0 ? seconds_per_launch * double(n) : op.issued_s + op.seconds;
+    op.issued_end_s = op.collective >= 0 ? seconds_per_launch * double(n) + x : op.issued_s + op.seconds;
   }
 }
 

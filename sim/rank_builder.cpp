@@ -311,7 +311,8 @@ std::vector<SimOp> RankBuilder::build(int rank, const std::vector<NsTime>& compu
   }
   sim_of_.assign(plan_ops.size(), -1);
   emit_forward_backward();
-  int previous = -1;  // the Plan op emitted last
+  int previous = -1;    // the Plan op emitted last
+  int adamw_head = -1;  // the SimOp of the fused AdamW launch being built
   for (int i : optimizer_ops_) {
     const Op& op = plan_ops[static_cast<std::size_t>(i)];
     const bool fused = fuses_with(plan_ops, previous, i);
@@ -329,6 +330,13 @@ std::vector<SimOp> RankBuilder::build(int rank, const std::vector<NsTime>& compu
             std::string(source_class(priced.source))};
     s.launches = fused ? 0 : 1;
     const int index = static_cast<int>(ops_.size());
+    if (op.kind == OpKind::adamw && cost) {
+      // The executor builds a fused launch's whole tensor list before launching it: the host
+      // time of every tensor joined to the launch delays its head (adamw_fused_issue_us).
+      const double host_s = adamw_tensors(op) * cost->adamw_fused_issue_s();
+      if (fused && adamw_head >= 0) ops_[static_cast<std::size_t>(adamw_head)].host_s += host_s;
+      else s.host_s = host_s, adamw_head = index;
+    }
     sim_of_[static_cast<std::size_t>(i)] = index;
     add_plan_deps(s, {i}, index);
     emit(std::move(s));

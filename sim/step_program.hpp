@@ -70,6 +70,8 @@ struct SimOp {
   // one host thread, ~5-8 us a launch, without waiting for the GPU inside a phase: when ops are
   // short the stream runs at the host's pace.
   int launches = 0;         // executor launches this op stands for (assign_issue_times)
+  double host_s = 0;        // host seconds spent on it before its first launch beyond the launch
+                            // cost (a fused AdamW head: building its tensor list)
   int issue_clock = 0;      // 0: counted from the step's start; 1: from the barrier after the
                             // forward/backward ops (plan_as_is: the benchmark's second run)
   double issued_s = 0;      // its first launch is enqueued this long after its clock's origin
@@ -127,7 +129,8 @@ struct ProgramOptions {
 // order, which is the order the executor enqueues them: op k's first launch is enqueued at
 // seconds_per_launch x (launches of ops 0..k-1 on its clock + 1) after its clock's origin, so
 // an op of N launches on an idle GPU ends no earlier than N launches in; an op without launches
-// (a fused AdamW tail, forward/backward compute) is enqueued when the op before it was.
+// (a fused AdamW tail, forward/backward compute) is enqueued when the op before it was. An op's
+// host_s delays its own first launch and every later one on its clock.
 // Compute ops: issued_end_s = issued_s + seconds; collectives: the issue of their last launch.
 // With `optimizer_restarts` (plan_as_is: the benchmark runs the optimizer ops as a second run
 // after a barrier), optimizer-phase ops count on clock 1 from 0 again; they must then follow

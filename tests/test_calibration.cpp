@@ -141,6 +141,8 @@ TEST_CASE("v1 calibration files still load; save -> load is exact", "[calibratio
   auto t = parse_text(kV2);
   t.collective_step_overhead_us = 6.0 + 0.1 + 0.2;
   t.local_collective_step_overhead_us = 1.0 + 0.1 + 0.2;
+  t.adamw_fused_issue_us = 2.0 + 0.1 + 0.2;
+  t.adamw_fused_vs_curve = 1.0 + 0.1 + 0.2;
   t.collectives[0].curve.points[0].second = 0.1 + 0.2;
   t.forward_backward->layers[0].backward_s = std::nextafter(0.004, 1.0);
   t.forward_backward->host_floor[0].per_step_s = -(0.1 + 0.2);
@@ -288,4 +290,20 @@ TEST_CASE("source classes: measured, interpolated, datasheet", "[calibration]") 
   CHECK(source_class("roofline") == "datasheet");
   CHECK(source_class("datasheet") == "datasheet");
   CHECK(source_class("modelled") == "datasheet");
+}
+
+TEST_CASE("adamw_fused_issue_us and adamw_fused_vs_curve: read, checked, defaults without them", "[calibration]") {
+  const std::string with =
+      replaced(kV2, "launch_overhead_us: 2.5", "launch_overhead_us: 2.5\nadamw_fused_issue_us: 1.5\nadamw_fused_vs_curve: 1.04");
+  const CostModel cost(h200(), parse_text(with));
+  CHECK(cost.adamw_fused_issue_s() == Approx(1.5e-6).epsilon(1e-15));
+  CHECK(cost.adamw_fused_vs_curve() == 1.04);
+  CHECK(CostModel(h200(), parse_text(kV2)).adamw_fused_issue_s() == 0);
+  CHECK(CostModel(h200(), parse_text(kV2)).adamw_fused_vs_curve() == 1);
+  CHECK(CostModel(h200()).adamw_fused_vs_curve() == 1);
+  CHECK(parse_text(replaced(with, "issue_us: 1.5", "issue_us: 0")).adamw_fused_issue_us == 0);
+  CHECK_THROWS_WITH(parse_text(replaced(with, "issue_us: 1.5", "issue_us: -1")), Catch::Contains("adamw_fused_issue_us: must be >= 0"));
+  CHECK_THROWS_WITH(parse_text(replaced(with, "vs_curve: 1.04", "vs_curve: 0")), Catch::Contains("adamw_fused_vs_curve: must be > 0"));
+  CHECK_THROWS_WITH(parse_text(replaced(with, "vs_curve: 1.04", "vs_curve: 1.04\nadamw_fused_vs_curve: 2")),
+                    Catch::Contains("adamw_fused_vs_curve: repeated key"));
 }

@@ -158,3 +158,32 @@ TEST_CASE("the executor benchmark's runs: host-bound fwd/bwd, optimizer clock af
   CHECK(r.fwd_bwd_s == Approx(o.grads_ready_s).epsilon(1e-12));
   CHECK(r.step_s == Approx(o.step_s).epsilon(1e-12));
 }
+
+TEST_CASE("a fused AdamW launch waits for its tensor list: adamw_fused_issue_us per tensor", "[sim][host-issue]") {
+  const Scenario s = small_scenario(1);
+  const double issue_s = 7e-6, per_tensor_s = 3e-6;
+  CalibrationTable t = table(issue_s * 1e6);
+  const auto optimizer_run = [&](const CostModel& cost) {
+    sim::RunOptions options;
+    options.check_memory = false;
+    options.program.plan_as_is = true;
+    return sim::run_strategy(s, Strategy::adamw, cost, options).optimizer_s;
+  };
+  const CostModel plain(device_profile("h100-sxm"), t);
+  t.adamw_fused_issue_us = per_tensor_s * 1e6;
+  const CostModel with_key(device_profile("h100-sxm"), t);
+  const sim::StepProgram p = program_of(s, Strategy::adamw, with_key, true);
+  // One fused launch: its head carries every parameter's tensor, the rest none.
+  const auto tensors = static_cast<double>(s.model.params.size());
+  double host = 0;
+  int heads = 0;
+  for (const auto& op : p.ranks[0]) {
+    if (op.category != "adamw") continue;
+    host += op.host_s;
+    heads += op.launches;
+  }
+  CHECK(heads == 1);
+  CHECK(host == Approx(tensors * per_tensor_s).epsilon(1e-12));
+  // The optimizer run starts its kernels that much later: the whole run grows by it.
+  CHECK(optimizer_run(with_key) - optimizer_run(plain) == Approx(tensors * per_tensor_s).epsilon(1e-6));
+}

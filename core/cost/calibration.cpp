@@ -131,6 +131,14 @@ double CostModel::local_collective_step_overhead_s() const {
   return *calibration_->local_collective_step_overhead_us * 1e-6;
 }
 
+double CostModel::adamw_fused_issue_s() const {
+  return calibration_ && calibration_->adamw_fused_issue_us ? *calibration_->adamw_fused_issue_us * 1e-6 : 0;
+}
+
+double CostModel::adamw_fused_vs_curve() const {
+  return calibration_ && calibration_->adamw_fused_vs_curve ? *calibration_->adamw_fused_vs_curve : 1;
+}
+
 ElementwiseTime CostModel::elementwise_time(double bytes, ElementwiseKind kind) const {
   if (!(bytes >= 0) || !std::isfinite(bytes)) throw Error("elementwise cost: bytes must be >= 0, got " + std::to_string(bytes));
   if (!calibration_) return {bytes / (hbm_GBps_ * 1e9) + launch_overhead_s(), "datasheet"};

@@ -107,7 +107,7 @@ struct ForwardBackwardTable {
 // Keys `dmuon-bench calibrate` adds (each optional):
 //   commit: 73d22eb   date: "2026-11-23 11:02 UTC"   machine: "2 x NVIDIA H200 (driver ...)"
 //   launch_overhead_us: 2.1   executor_issue_us: 6.8   collective_step_overhead_us: 6.6
-//   local_collective_step_overhead_us: 1.2
+//   local_collective_step_overhead_us: 1.2   adamw_fused_issue_us: 1.1   adamw_fused_vs_curve: 1.04
 //   elementwise_curves: {momentum: [[bytes, seconds], ...], muon_update: [...], adamw: [...],
 //                        copy: [...]}
 //   collectives:                  # NCCL, one entry per (kind, ranks, nodes)
@@ -150,6 +150,13 @@ struct CalibrationTable {
   // Per launch, not per call: one rank's grouped calls cost one launch (a multi-region
   // all-reduce priced per region overshot ddp-redundant's phase by 42% on 1 x H100).
   std::optional<double> local_collective_step_overhead_us;
+  // The executor's fused AdamW launch (every AdamW op of a rank's optimizer phase in one
+  // multi-tensor launch), measured on the calibration scenario's adamw Plan as `dmuon-bench step`
+  // runs it: the host microseconds per tensor of building and enqueueing it (the GPU waits for
+  // them: the list precedes the launch), and its GPU time over the AdamW curve's at the same bytes
+  // (a real model's mix of tensor sizes in one launch against one large tensor).
+  std::optional<double> adamw_fused_issue_us;
+  std::optional<double> adamw_fused_vs_curve;
   ElementwiseCurves elementwise_curves;       // key elementwise_curves
   std::vector<CollectiveCurve> collectives;   // key collectives
   std::optional<ForwardBackwardTable> forward_backward;  // key forward_backward
@@ -242,6 +249,10 @@ class CostModel {
   double collective_step_overhead_s() const;
   // The calibration's local_collective_step_overhead_us in seconds; 0 without one.
   double local_collective_step_overhead_s() const;
+  // Host seconds per tensor of a fused AdamW launch (adamw_fused_issue_us); 0 without one.
+  double adamw_fused_issue_s() const;
+  // A fused AdamW launch's GPU time over the AdamW curve's (adamw_fused_vs_curve); 1 without one.
+  double adamw_fused_vs_curve() const;
 
   // Bytes one fused elementwise pass moves per step over `numel` elements, for a bf16 model
   // with fp32 master weights and fp32 optimizer state (DESIGN.md "Exact semantics").

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <set>
 #include <tuple>
+#include <utility>
 
 #include <yaml-cpp/yaml.h>
 
@@ -245,14 +246,13 @@ void emit_provenance_and_curves(YAML::Emitter& out, const CalibrationTable& t) {
   if (!t.commit.empty()) out << YAML::Key << "commit" << YAML::Value << YAML::DoubleQuoted << t.commit;
   if (!t.date.empty()) out << YAML::Key << "date" << YAML::Value << YAML::DoubleQuoted << t.date;
   if (!t.machine.empty()) out << YAML::Key << "machine" << YAML::Value << YAML::DoubleQuoted << t.machine;
-  if (t.launch_overhead_us) out << YAML::Key << "launch_overhead_us" << YAML::Value << number_text(*t.launch_overhead_us);
-  if (t.executor_issue_us) out << YAML::Key << "executor_issue_us" << YAML::Value << number_text(*t.executor_issue_us);
-  if (t.collective_step_overhead_us) {
-    out << YAML::Key << "collective_step_overhead_us" << YAML::Value << number_text(*t.collective_step_overhead_us);
-  }
-  if (t.local_collective_step_overhead_us) {
-    out << YAML::Key << "local_collective_step_overhead_us" << YAML::Value
-        << number_text(*t.local_collective_step_overhead_us);
+  for (const auto& [key, value] : {std::pair<const char*, const std::optional<double>*>{"launch_overhead_us", &t.launch_overhead_us},
+                                   {"executor_issue_us", &t.executor_issue_us},
+                                   {"collective_step_overhead_us", &t.collective_step_overhead_us},
+                                   {"local_collective_step_overhead_us", &t.local_collective_step_overhead_us},
+                                   {"adamw_fused_issue_us", &t.adamw_fused_issue_us},
+                                   {"adamw_fused_vs_curve", &t.adamw_fused_vs_curve}}) {
+    if (*value) out << YAML::Key << key << YAML::Value << number_text(**value);
   }
   const auto& c = t.elementwise_curves;
   if (c != ElementwiseCurves{}) {
@@ -345,6 +345,8 @@ CalibrationTable parse_calibration(const YamlValue& root) {
   if (auto v = m.find("local_collective_step_overhead_us")) {
     t.local_collective_step_overhead_us = v->as_nonnegative_double();
   }
+  if (auto v = m.find("adamw_fused_issue_us")) t.adamw_fused_issue_us = v->as_nonnegative_double();
+  if (auto v = m.find("adamw_fused_vs_curve")) t.adamw_fused_vs_curve = v->as_positive_double();
   if (auto v = m.find("elementwise_curves")) t.elementwise_curves = parse_elementwise_curves(*v);
   if (auto v = m.find("collectives")) {
     t.collectives = parse_list<CollectiveCurve>(*v, parse_collective);

@@ -159,6 +159,10 @@ bool fused_launch(const Op& previous, const Op& next) {
          previous.phase == next.phase;
 }
 
+int adamw_tensors(const Op& op) {
+  return static_cast<int>(std::count_if(op.regions.begin(), op.regions.end(), [](const Region& r) { return r.count > 0; }));
+}
+
 std::vector<NsTime> rank_compute_times(const std::vector<Op>& ops, const Routing& routing,
                                        const OptimizerConfig& optimizer, const CostModel& cost) {
   std::vector<NsTime> out(ops.size(), NsTime{0, "datasheet"});
@@ -178,9 +182,10 @@ std::vector<NsTime> rank_compute_times(const std::vector<Op>& ops, const Routing
     double bytes = 0;
     for (std::size_t k = i; k < end; ++k) bytes += elementwise_bytes(ops[k]);
     const NsTime whole = cost.elementwise_time(bytes, ElementwiseKind::adamw);
+    const double seconds = whole.seconds * cost.adamw_fused_vs_curve();
     for (std::size_t k = i; k < end; ++k) {
       const double share = bytes > 0 ? elementwise_bytes(ops[k]) / bytes : 1.0 / double(end - i);
-      out[k] = NsTime{whole.seconds * share, whole.source};
+      out[k] = NsTime{seconds * share, whole.source};
     }
     i = end;
   }

@@ -31,10 +31,14 @@ NsTime compute_op_time(const Op& op, const Routing& routing, const OptimizerConf
 // (kernels/exec/nccl_executor.cpp enqueue, ExecutorOptions::fuse_adamw, on by default).
 bool fused_launch(const Op& previous, const Op& next);
 
+// Tensors an AdamW op adds to its fused launch's list: its non-empty regions
+// (kernels/exec/compute.cpp launch_adamw).
+int adamw_tensors(const Op& op);
+
 // Every compute op of one rank's list priced as the NCCL executor launches them: a run of ops
-// that fused_launch joins is ONE multi-tensor launch, priced at the bytes of the whole run and
-// shared among its ops by bytes; every other compute op alone (compute_op_time). Collectives
-// get {0, "datasheet"}.
+// that fused_launch joins is ONE multi-tensor launch, priced at the bytes of the whole run times
+// the calibration's adamw_fused_vs_curve and shared among its ops by bytes; every other compute
+// op alone (compute_op_time). Collectives get {0, "datasheet"}.
 // Pricing each small AdamW op as its own launch overstated a 0.5B model's AdamW by 31%.
 std::vector<NsTime> rank_compute_times(const std::vector<Op>& ops, const Routing& routing,
                                        const OptimizerConfig& optimizer, const CostModel& cost);

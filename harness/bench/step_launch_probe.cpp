@@ -21,6 +21,16 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// Per iteration the slowest rank's seconds, then the median (collective: every rank calls it).
+double median_of_slowest(exec::RankHandle& h, const std::vector<double>& mine) {
+  // all_gather concatenates the ranks' lists in rank order: iteration i of rank r at r * n + i.
+  const std::vector<double> all = h.all_gather(mine);
+  const std::size_t n = mine.size();
+  std::vector<double> slowest(n, 0);
+  for (std::size_t k = 0; k < all.size(); ++k) slowest[k % n] = std::max(slowest[k % n], all[k]);
+  return median(slowest);
+}
+
 }  // namespace
 
 StepPlan step_probe_plan(const Scenario& sc, int world) {
@@ -40,11 +50,13 @@ StepLaunchProbe measure_step_launches(exec::RankHandle& h, const Scenario& sc, d
   bo.iterations = kProbeIterations;
   bo.timeout_seconds = timeout_seconds;
   const exec::RankMeasurement m = exec::measure_plan(h, sp.plan, sc.model, routing, sc.optimizer, bo);
-  std::vector<double> per_launch, phase;
+  std::vector<double> per_launch, phase, optimizer, optimizer_host;
   for (const auto& s : m.samples) {
     const exec::RunTiming& t = s.comm_phase;
     phase.push_back(t.seconds);
     if (t.host_issue_sample_launches > 0) per_launch.push_back(t.host_issue_sample_seconds / t.host_issue_sample_launches);
+    optimizer.push_back(s.optimizer.seconds);
+    optimizer_host.push_back(s.optimizer.host_issue_seconds);
   }
   if (per_launch.size() != phase.size()) {
     throw Error("executor issue cost: the adamw Plan of " + sc.name + " has fewer than " +
@@ -54,12 +66,10 @@ StepLaunchProbe measure_step_launches(exec::RankHandle& h, const Scenario& sc, d
   probe.iterations = static_cast<int>(phase.size());
   const std::vector<double> issues = h.all_gather(std::vector<double>{median(per_launch)});
   probe.issue_seconds = *std::max_element(issues.begin(), issues.end());
-  // all_gather concatenates the ranks' lists in rank order: iteration i of rank r at r * n + i.
-  const std::vector<double> phases = h.all_gather(phase);
-  const std::size_t n = phase.size();
-  std::vector<double> slowest(n, 0);
-  for (std::size_t k = 0; k < phases.size(); ++k) slowest[k % n] = std::max(slowest[k % n], phases[k]);
-  probe.comm_phase_seconds = median(slowest);
+  probe.comm_phase_seconds = median_of_slowest(h, phase);
+  probe.optimizer_phase_seconds = median_of_slowest(h, optimizer);
+  const std::vector<double> hosts = h.all_gather(std::vector<double>{median(optimizer_host)});
+  probe.optimizer_host_seconds = *std::max_element(hosts.begin(), hosts.end());
   return probe;
 }
 

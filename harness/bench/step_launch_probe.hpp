@@ -4,7 +4,8 @@
 // it: the executor's host issue cost per launch (calibration key executor_issue_us) and the
 // forward/backward phase's GPU time, from which, with the collective curves measured just
 // before, the in-step overhead per NCCL call follows (collective_step_overhead_us,
-// core/cost/step_overhead.hpp).
+// core/cost/step_overhead.hpp); and the optimizer phase, one fused AdamW launch, whose host and
+// GPU sides give adamw_fused_issue_us and adamw_fused_vs_curve.
 #pragma once
 #include <vector>
 
@@ -25,6 +26,11 @@ struct StepLaunchProbe {
   double issue_seconds = 0;
   // The forward/backward phase's GPU seconds, per iteration the slowest rank's, then the median.
   double comm_phase_seconds = 0;
+  // The optimizer phase (the fused AdamW launch), the same way, and the host seconds of its
+  // enqueue loop (the launch's tensor list built, then launched), the median over iterations,
+  // the slowest rank's.
+  double optimizer_phase_seconds = 0;
+  double optimizer_host_seconds = 0;
   int iterations = 0;
 };
 
