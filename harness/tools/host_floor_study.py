@@ -74,18 +74,30 @@ def time_whole(torch, model, vocab, batch, seq, device):
     return statistics.median(gpu), statistics.median(host)
 
 
-def depth_runs(torch, family, kwargs, full_layers, device):
+def depth_runs(torch, family, kwargs, full_layers, device, tokens=TOKENS):
     depths = sorted({2, 6, 12, full_layers})
     rows = []
     for pass_no, order in enumerate((depths, list(reversed(depths)))):
         for n in order:
-            model, vocab = build(torch, family, kwargs, n, TOKENS, device)
-            g, h = time_whole(torch, model, vocab, 1, TOKENS, device)
+            model, vocab = build(torch, family, kwargs, n, tokens, device)
+            g, h = time_whole(torch, model, vocab, 1, tokens, device)
             del model
             torch.cuda.empty_cache()
-            rows.append({"pass": pass_no, "layers": n, "gpu_s": g, "host_issue_s": h})
-            log(f"  depth {n} (pass {pass_no}): GPU {g * 1e3:.2f} ms, host issue {h * 1e3:.2f} ms")
+            rows.append({"pass": pass_no, "layers": n, "tokens": tokens, "gpu_s": g, "host_issue_s": h})
+            log(f"  {tokens} tokens, depth {n} (pass {pass_no}): GPU {g * 1e3:.2f} ms, host issue {h * 1e3:.2f} ms")
     return rows
+
+
+def token_depth_runs(torch, family, kwargs, device, token_counts):
+    """The floor's slope (depths 2, 6, 12, two passes) at each of `token_counts` (micro-batch 1):
+    where the layer stays host-bound, a busier GPU under the same host work."""
+    out = []
+    for tokens in token_counts:
+        rows = depth_runs(torch, family, kwargs, 12, device, tokens)
+        slope, icpt = fit_slope(rows, "gpu_s")
+        out.append({"tokens": tokens, "runs": rows, "per_layer_s": slope, "per_step_s": icpt})
+        log(f"  {tokens} tokens: {slope * 1e3:.3f} ms a layer + {icpt * 1e3:.2f} ms")
+    return out
 
 
 def spun_depth_runs(torch, family, kwargs, device):
@@ -218,6 +230,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--scenario", action="append", required=True)
     p.add_argument("--out", required=True)
+    p.add_argument("--floor-tokens", help="only the floor's slope at these token counts (e.g. 32,256,1024) and "
+                   "the whole model at its scenario shape")
     p.add_argument("--only-spun-depth", action="store_true",
                    help="only the 32-token host issue times with the GPU idle and busy")
     a = p.parse_args()
@@ -235,6 +249,18 @@ def main():
         family, kwargs = dmuon_model.map_model(spec["model"], spec["model_file"], spec["moe_top_k"])
         b, s = spec["micro_batch"], spec["seq_len"]
         log(f"{spec['name']} ({scenario}): micro_batch {b} seq_len {s}")
+        if a.floor_tokens:
+            counts = [int(x) for x in a.floor_tokens.split(",")]
+            layers = kwargs["num_hidden_layers"]
+            model, vocab = build(torch, family, kwargs, layers, s, device)
+            gw, hw = time_whole(torch, model, vocab, b, s, device)
+            del model
+            torch.cuda.empty_cache()
+            log(f"  whole: GPU {gw * 1e3:.2f} ms, host issue {hw * 1e3:.2f} ms")
+            result["models"].append({"model": spec["name"], "micro_batch": b, "seq_len": s, "layers": layers,
+                                     "whole": {"gpu_s": gw, "host_issue_s": hw},
+                                     "floor_by_tokens": token_depth_runs(torch, family, kwargs, device, counts)})
+            continue
         if a.only_spun_depth:
             result["models"].append({"model": spec["name"], "spun_depth_32_tokens":
                                      spun_depth_runs(torch, family, kwargs, device)})

@@ -16,6 +16,8 @@ roofline and flat MFU the simulator used before), and writes
   - with --parity PREFIX, PREFIX-calibrated.json and PREFIX-datasheet.json: the rows of models
     outside the calibration in `dmuon-sim --validate --json`'s row format, for
     `harness/tools/plot.py parity`.
+A report whose command forced an NS kernel (`--ns-impl X`) keeps its adamw and collective rows;
+its Muon optimizer rows are listed under "Rows not compared" with the reason, not counted.
 
   python3 harness/tools/leave_one_out.py --sim build/harness/dmuon-sim \
       --json reports/sim-validation-loo.json --markdown reports/sim-validation-loo.md
@@ -71,6 +73,18 @@ def is_standin(path):
     return any(s.get("compute_standin") for s in j.get("strategies", []))
 
 
+def forced_ns_impl(command):
+    """The NS implementation a `dmuon-bench step` command forced (`--ns-impl X`, X not
+    automatic), else None: the simulator prices the calibration's tuned kernels, so a Muon
+    strategy's optimizer step measured with another kernel is not a prediction to compare."""
+    words = command.split()
+    for i, w in enumerate(words):
+        value = words[i + 1] if w == "--ns-impl" and i + 1 < len(words) else w[len("--ns-impl="):] if w.startswith("--ns-impl=") else None
+        if value and value != "automatic":
+            return value
+    return None
+
+
 def memory_rows_of(validation):
     """The memory rows (unit "bytes") of one --validate JSON: strategy, quantity, bytes."""
     return [(r["strategy"], r["quantity"], r["predicted"], r["measured"])
@@ -84,7 +98,7 @@ def main():
     p.add_argument("--markdown", required=True)
     p.add_argument("--parity", help="also write PREFIX-calibrated.json and PREFIX-datasheet.json")
     a = p.parse_args()
-    everything, md, memory, memory_md = [], [], [], []
+    everything, md, memory, memory_md, excluded = [], [], [], [], []
     for machine, (calibration, calibration_scenario) in MACHINES.items():
         # Chrome traces sit beside the reports they belong to; they are not measurements to compare.
         files = sorted(f for f in glob.glob(f"reports/measured/{machine}/*.json")
@@ -104,7 +118,9 @@ def main():
             # The executor's buffers follow the Plan, and owner assignment follows the cost model:
             # compare with the Plan of the cost model the benchmark planned with (its command).
             with open(f) as report:
-                bench_calibrated = "--calibration" in json.load(report).get("command", "")
+                command = json.load(report).get("command", "")
+            bench_calibrated = "--calibration" in command
+            forced = forced_ns_impl(command)
             for s, q, pb, mb in memory_rows_of(calibrated if bench_calibrated else datasheet):
                 memory.append({"machine": machine, "configuration": config, "measured_file": f, "strategy": s,
                                "quantity": q, "measured_bytes": mb, "predicted_bytes": pb, "error": pb / mb - 1,
@@ -112,6 +128,10 @@ def main():
             seen = config.startswith(CALIBRATION_MODEL + "-")
             for (s, q, pb, m), (_, _, pa, _) in zip(before, after):
                 eb, ea = pb / m - 1, pa / m - 1
+                if forced and s != "adamw" and q == "optimizer step":
+                    excluded.append(f"| {machine} | {config} | {s} | {q} | {m * 1e3:.2f} | {pa * 1e3:.2f} | "
+                                    f"`--ns-impl {forced}`: NS kernel forced, the simulator prices the tuned ones |")
+                    continue
                 everything.append({"machine": machine, "configuration": config, "measured_file": f, "strategy": s,
                                    "quantity": q, "measured_seconds": m, "datasheet_seconds": pb,
                                    "datasheet_error": eb, "calibrated_seconds": pa, "calibrated_error": ea,
@@ -119,6 +139,10 @@ def main():
                 md.append(f"| {config} | {s} | {q} | {m * 1e3:.2f} | {pb * 1e3:.2f} | {eb * 100:+.1f}% | "
                           f"{pa * 1e3:.2f} | {ea * 100:+.1f}% | {'yes' if seen else 'no'} |")
         md.append("")
+    if excluded:
+        md += ["### Rows not compared", "",
+               "| machine | configuration | strategy | quantity | measured ms | calibrated ms | why |",
+               "| --- | --- | --- | --- | ---: | ---: | --- |"] + excluded + [""]
     if memory:
         memory_md += ["### Memory per GPU (Plans of the cost model each benchmark planned with)", "",
                       "| machine | configuration | strategy | quantity | measured GiB | predicted GiB | error |",
