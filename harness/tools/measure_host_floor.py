@@ -56,9 +56,7 @@ def measure(torch, spec, device, log):
     except Exception as e:  # the eager floor still stands
         log(f"host floor: FSDP2 not measured (torch.distributed on one GPU failed: {type(e).__name__}: {e})")
     entries = []
-    # Depths past the model's own are not this model; a model of 1 layer gives no slope.
-    counts = tuple(n for n in LAYER_COUNTS if n < kwargs["num_hidden_layers"]) + (kwargs["num_hidden_layers"],)
-    counts = tuple(sorted(set(counts)))[:len(LAYER_COUNTS)]
+    counts = floor_depths(kwargs["num_hidden_layers"])
     if len(counts) < 2:
         log(f"host floor: not measured ({spec['name']} has {kwargs['num_hidden_layers']} layer: no slope)")
         return entries
@@ -76,6 +74,13 @@ def measure(torch, spec, device, log):
                         "per_step_s": per_step})
         log(f"host floor {mode}: {per_layer * 1e3:.3f} ms a layer, {per_step * 1e3:.2f} ms a step")
     return entries
+
+
+def floor_depths(model_layers):
+    """LAYER_COUNTS, with depths past the model's own replaced by its own depth (a deeper model
+    is not this model); fewer than two depths (a 1-layer model) give no slope."""
+    counts = tuple(n for n in LAYER_COUNTS if n < model_layers) + (model_layers,)
+    return tuple(sorted(set(counts)))[:len(LAYER_COUNTS)]
 
 
 def least_squares(runs):
