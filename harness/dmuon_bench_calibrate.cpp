@@ -231,20 +231,16 @@ void set_collective_step_overhead(CalibrationTable& t, const Scenario& sc, const
 }
 
 // adamw_fused_issue_us and adamw_fused_vs_curve from the probe's optimizer phase, priced with the
-// AdamW curve just measured, on the rank whose AdamW costs most (its phase is the probe's). A
-// phase that cannot be split is said so and leaves both keys out.
+// AdamW curve just measured, on the rank the probe timed. A phase that cannot be split is said so
+// and leaves both keys out.
 void set_adamw_fused(CalibrationTable& t, const Scenario& sc, const bench::StepLaunchProbe& probe, int world) {
   const CostModel measured(device_profile(t.gpu, "--profile"), t);
   const StepPlan sp = bench::step_probe_plan(sc, world);
   const Routing routing = route_parameters(sc.model, sc.routing);
   try {
-    FusedAdamw fused;
-    for (int r = 0; r < world; ++r) {
-      const FusedAdamw f = fused_adamw(sp.plan, r, routing, sc.optimizer, measured);
-      if (f.curve_seconds > fused.curve_seconds) fused = f;
-    }
+    const FusedAdamw fused = fused_adamw(sp.plan, probe.optimizer_rank, routing, sc.optimizer, measured);
     const FusedAdamwCost c = fused_adamw_cost(probe.optimizer_phase_seconds, probe.optimizer_host_seconds, fused);
-    std::cerr << "  fused AdamW: " << fused.tensors << " tensors, optimizer phase " << probe.optimizer_phase_seconds * 1e3
+    std::cerr << "  fused AdamW (rank " << probe.optimizer_rank << "): " << fused.tensors << " tensors, optimizer phase " << probe.optimizer_phase_seconds * 1e3
               << " ms of which host " << probe.optimizer_host_seconds * 1e3 << " ms (" << c.issue_us_per_tensor
               << " us a tensor), GPU " << c.vs_curve << " x the AdamW curve's " << fused.curve_seconds * 1e3 << " ms"
               << std::endl;
@@ -261,8 +257,11 @@ void print_summary(const CalibrationTable& t, const std::string& out) {
             << t.launch_overhead_us.value_or(0) << " us, executor issue " << t.executor_issue_us.value_or(0)
             << " us a launch, collective step overhead " << t.collective_step_overhead_us.value_or(0)
             << " us a call (one GPU: " << t.local_collective_step_overhead_us.value_or(0)
-            << " us a launch), fused AdamW " << t.adamw_fused_issue_us.value_or(0) << " us a tensor on the host, GPU "
-            << t.adamw_fused_vs_curve.value_or(0) << " x its curve\n  elementwise (GB/s at the largest size): momentum "
+            << " us a launch), fused AdamW "
+            << (t.adamw_fused_vs_curve ? std::to_string(t.adamw_fused_issue_us.value_or(0)) + " us a tensor on the host, GPU " +
+                                             std::to_string(*t.adamw_fused_vs_curve) + " x its curve"
+                                       : std::string("not measured"))
+            << "\n  elementwise (GB/s at the largest size): momentum "
             << t.elementwise.momentum_GBps.value_or(0) << ", update " << t.elementwise.update_GBps.value_or(0)
             << ", adamw " << t.elementwise.adamw_GBps.value_or(0) << "\n  Newton-Schulz: " << t.ns.size()
             << " measurements\n  collectives (busbw GB/s at the largest size):";

@@ -38,6 +38,7 @@ std::vector<SimOp> merge_compute_runs(std::vector<SimOp> ops, bool host_issue) {
       // issue plus the GPU time of that member and those after it.
       if (host_issue) run.issued_end_s = std::max(run.issued_end_s + op.seconds, op.issued_end_s);
       run.launches += op.launches;
+      run.host_s += op.host_s;  // a step's host seconds stay whole (repeat_steps offsets by them)
       for (int d : deps) {
         if (d != run_out) run.deps.push_back(d);
       }

@@ -44,9 +44,11 @@ void repeat_steps(StepProgram& prog, int steps) {
   for (auto& ops : prog.ranks) {
     const int n = static_cast<int>(ops.size());
     long launches = 0;
-    for (const SimOp& op : ops) launches += op.launches;
-    // Host seconds one step's launches take on this rank (0 without the host issue model).
-    const double issued = prog.issue_s_per_launch ? *prog.issue_s_per_launch * double(launches) : 0;
+    double host_s = 0;
+    for (const SimOp& op : ops) launches += op.launches, host_s += op.host_s;
+    // Host seconds one step's launches and fused lists take on this rank (0 without the host
+    // issue model).
+    const double issued = prog.issue_s_per_launch ? *prog.issue_s_per_launch * double(launches) + host_s : 0;
     ops.reserve(static_cast<std::size_t>(n) * static_cast<std::size_t>(steps));
     for (int k = 1; k < steps; ++k) {
       for (int i = 0; i < n; ++i) {

@@ -90,8 +90,10 @@ struct SimCollective {
   std::string group;  // the Plan's group name
   int merged = 1;     // Plan collectives in this launch
   int calls = 0;      // NCCL calls (a multi-region broadcast/reduce/all-reduce is one per region)
-  // A one-member collective: NCCL still launches a kernel per call that copies (and scales)
-  // the buffer locally (ncclLaunchOneRank): launches + read and write of the payload.
+  // A one-member collective's time. Without a calibration curve: a launch per call and a read and
+  // write of the payload (a local copy). With one: the curve, each extra call of the op's group
+  // at the cheapest call measured for its kind (in place on one rank a broadcast or all-gather
+  // launches nothing; sim/measured_collectives.hpp).
   double local_seconds = 0;
   // Several GPUs of one node with a calibration curve for this kind and communicator: one
   // launch alone takes this long (sim/measured_collectives.hpp); unset: modelled links.

@@ -306,4 +306,11 @@ TEST_CASE("adamw_fused_issue_us and adamw_fused_vs_curve: read, checked, default
   CHECK_THROWS_WITH(parse_text(replaced(with, "vs_curve: 1.04", "vs_curve: 0")), Catch::Contains("adamw_fused_vs_curve: must be > 0"));
   CHECK_THROWS_WITH(parse_text(replaced(with, "vs_curve: 1.04", "vs_curve: 1.04\nadamw_fused_vs_curve: 2")),
                     Catch::Contains("adamw_fused_vs_curve: repeated key"));
+  // A table built in code is checked by the cost model.
+  auto t = parse_text(with);
+  t.adamw_fused_vs_curve = 0.0;
+  CHECK_THROWS_WITH(CostModel(h200(), t), Catch::Contains("adamw_fused_vs_curve must be > 0"));
+  t.adamw_fused_vs_curve = 1.0;
+  t.adamw_fused_issue_us = std::nan("");
+  CHECK_THROWS_WITH(CostModel(h200(), t), Catch::Contains("adamw_fused_issue_us must be >= 0"));
 }

@@ -2,9 +2,9 @@
 """Two pure pieces of issue 12's measurement tools, checked without a GPU:
 - harness/tools/leave_one_out.py forced_ns_impl: which `dmuon-bench step` commands forced an NS
   kernel (their Muon optimizer rows are set aside, not compared);
-- harness/tools/measure_host_floor.py floor_depths and least_squares: the depths the host floor is
-  timed at for a model, and the slope fitted over its runs (skipped without python3-yaml, which
-  the tool's model mapping imports).
+- harness/tools/host_floor_fit.py (measure_host_floor.py's arithmetic) floor_depths and
+  least_squares: the depths the host floor is timed at for a model, and the slope fitted over its
+  runs.
 
     /usr/bin/python3 tests/test_floor_tools.py     # CTest: floor_tools
 """
@@ -17,11 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "harness", "tools"))
 import leave_one_out  # noqa: E402
 
-try:
-    import measure_host_floor  # noqa: E402 (imports dmuon_model, which needs yaml)
-except ImportError as e:
-    measure_host_floor = None
-    WHY = str(e)
+import host_floor_fit  # noqa: E402
 
 
 class ForcedNsImpl(unittest.TestCase):
@@ -35,18 +31,18 @@ class ForcedNsImpl(unittest.TestCase):
         self.assertIsNone(f(""))
 
 
-@unittest.skipIf(measure_host_floor is None, "measure_host_floor.py not importable (python3-yaml)")
 class HostFloorFit(unittest.TestCase):
     def test_depths(self):
-        d = measure_host_floor.floor_depths
+        d = host_floor_fit.floor_depths
         self.assertEqual(d(36), (2, 6, 12))
         self.assertEqual(d(12), (2, 6, 12))
         self.assertEqual(d(8), (2, 6, 8))
         self.assertEqual(d(4), (2, 4))
+        self.assertEqual(d(2), (1, 2))
         self.assertEqual(d(1), (1,))
 
     def test_least_squares_recovers_a_line_and_averages_noise(self):
-        ls = measure_host_floor.least_squares
+        ls = host_floor_fit.least_squares
         slope, icpt = ls([(2, 0.005), (6, 0.013), (12, 0.025)])
         self.assertAlmostEqual(slope, 0.002, places=12)
         self.assertAlmostEqual(icpt, 0.001, places=12)
@@ -57,6 +53,4 @@ class HostFloorFit(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    if measure_host_floor is None:
-        print(f"note: measure_host_floor.py not importable ({WHY}): its cases are skipped")
     unittest.main()

@@ -187,3 +187,26 @@ TEST_CASE("a fused AdamW launch waits for its tensor list: adamw_fused_issue_us 
   // The optimizer run starts its kernels that much later: the whole run grows by it.
   CHECK(optimizer_run(with_key) - optimizer_run(plain) == Approx(tensors * per_tensor_s).epsilon(1e-6));
 }
+
+TEST_CASE("steps back to back keep each step's fused-list host time on the host clock", "[sim][host-issue]") {
+  const Scenario s = small_scenario(1);
+  CalibrationTable t = table(7.0);
+  t.adamw_fused_issue_us = 3.0;
+  const CostModel cost(device_profile("h100-sxm"), t);
+  const Routing routing = route_parameters(s.model, s.routing);
+  const StepPlan sp = plan_step(s.model, routing, s.optimizer, Strategy::adamw, mesh_for_cluster(s.cluster), cost);
+  sim::ProgramOptions o;
+  o.steps = 2;
+  const sim::StepProgram p = sim::build_step_program(sp.plan, s.model, routing, s.optimizer, cost, s.training, o);
+  const auto& ops = p.ranks[0];
+  REQUIRE(p.steps == 2);
+  const std::size_t n = ops.size() / 2;
+  long launches = 0;
+  double host = 0;
+  for (std::size_t i = 0; i < n; ++i) launches += ops[i].launches, host += ops[i].host_s;
+  REQUIRE(host == Approx(3e-6 * static_cast<double>(s.model.params.size())).epsilon(1e-12));
+  // Step 2's copy of every op is issued one whole step of host time later: launches and lists.
+  for (std::size_t i = 0; i < n; ++i) {
+    CHECK(ops[n + i].issued_s - ops[i].issued_s == Approx(7e-6 * double(launches) + host).epsilon(1e-9));
+  }
+}

@@ -58,6 +58,13 @@ CostModel::CostModel(DeviceProfile device, std::optional<CalibrationTable> calib
     const double flops = ns_flops(e.kernel, m, n, e.steps, restarts) * e.batch;
     efficiency_[FamilyKey{e.kernel, e.dtype, e.steps, restarts}].add(m, n, e.batch, flops / (e.seconds * gemm_tflops_ * 1e12));
   }
+  // A table built in code skips the YAML reader's checks: the keys a price multiplies by.
+  if (const auto& v = calibration_->adamw_fused_vs_curve; v && !(*v > 0 && std::isfinite(*v))) {
+    throw Error("calibration: adamw_fused_vs_curve must be > 0, got " + std::to_string(*v));
+  }
+  if (const auto& v = calibration_->adamw_fused_issue_us; v && !(*v >= 0 && std::isfinite(*v))) {
+    throw Error("calibration: adamw_fused_issue_us must be >= 0, got " + std::to_string(*v));
+  }
   const auto& curves = calibration_->collectives;
   for (std::size_t i = 0; i < curves.size(); ++i) {
     const auto& c = curves[i];

@@ -67,9 +67,15 @@ StepLaunchProbe measure_step_launches(exec::RankHandle& h, const Scenario& sc, d
   const std::vector<double> issues = h.all_gather(std::vector<double>{median(per_launch)});
   probe.issue_seconds = *std::max_element(issues.begin(), issues.end());
   probe.comm_phase_seconds = median_of_slowest(h, phase);
-  probe.optimizer_phase_seconds = median_of_slowest(h, optimizer);
-  const std::vector<double> hosts = h.all_gather(std::vector<double>{median(optimizer_host)});
-  probe.optimizer_host_seconds = *std::max_element(hosts.begin(), hosts.end());
+  // The optimizer phase of one rank, host and phase of the same rank: the one whose phase's
+  // median is the longest (calibrate prices that rank's fused list).
+  const std::vector<double> pairs = h.all_gather(std::vector<double>{median(optimizer), median(optimizer_host)});
+  for (std::size_t r = 0; 2 * r + 1 < pairs.size(); ++r) {
+    if (pairs[2 * r] <= probe.optimizer_phase_seconds) continue;
+    probe.optimizer_rank = static_cast<int>(r);
+    probe.optimizer_phase_seconds = pairs[2 * r];
+    probe.optimizer_host_seconds = pairs[2 * r + 1];
+  }
   return probe;
 }
 

@@ -4,8 +4,8 @@
 // it: the executor's host issue cost per launch (calibration key executor_issue_us) and the
 // forward/backward phase's GPU time, from which, with the collective curves measured just
 // before, the in-step overhead per NCCL call follows (collective_step_overhead_us,
-// core/cost/step_overhead.hpp); and the optimizer phase, one fused AdamW launch, whose host and
-// GPU sides give adamw_fused_issue_us and adamw_fused_vs_curve.
+// core/cost/step_overhead.hpp); and the optimizer phase, the executor's fused AdamW run, whose
+// host and GPU sides give adamw_fused_issue_us and adamw_fused_vs_curve.
 #pragma once
 #include <vector>
 
@@ -26,9 +26,10 @@ struct StepLaunchProbe {
   double issue_seconds = 0;
   // The forward/backward phase's GPU seconds, per iteration the slowest rank's, then the median.
   double comm_phase_seconds = 0;
-  // The optimizer phase (the fused AdamW launch), the same way, and the host seconds of its
-  // enqueue loop (the launch's tensor list built, then launched), the median over iterations,
-  // the slowest rank's.
+  // The optimizer phase (the fused AdamW launch: its tensor list, one kernel a 40 tensors, then
+  // an event record a Plan op) of the rank whose median phase is the longest: that median, and
+  // the median host seconds of the same rank's enqueue loop.
+  int optimizer_rank = 0;
   double optimizer_phase_seconds = 0;
   double optimizer_host_seconds = 0;
   int iterations = 0;

@@ -98,7 +98,7 @@ def main():
     p.add_argument("--markdown", required=True)
     p.add_argument("--parity", help="also write PREFIX-calibrated.json and PREFIX-datasheet.json")
     a = p.parse_args()
-    everything, md, memory, memory_md, excluded = [], [], [], [], []
+    everything, md, memory, memory_md, excluded, not_compared = [], [], [], [], [], []
     for machine, (calibration, calibration_scenario) in MACHINES.items():
         # Chrome traces sit beside the reports they belong to; they are not measurements to compare.
         files = sorted(f for f in glob.glob(f"reports/measured/{machine}/*.json")
@@ -129,8 +129,10 @@ def main():
             for (s, q, pb, m), (_, _, pa, _) in zip(before, after):
                 eb, ea = pb / m - 1, pa / m - 1
                 if forced and s != "adamw" and q == "optimizer step":
-                    excluded.append(f"| {machine} | {config} | {s} | {q} | {m * 1e3:.2f} | {pa * 1e3:.2f} | "
-                                    f"`--ns-impl {forced}`: NS kernel forced, the simulator prices the tuned ones |")
+                    why = f"--ns-impl {forced}: NS kernel forced, the simulator prices the tuned ones"
+                    not_compared.append({"machine": machine, "configuration": config, "measured_file": f, "strategy": s,
+                                         "quantity": q, "measured_seconds": m, "calibrated_seconds": pa, "why": why})
+                    excluded.append(f"| {machine} | {config} | {s} | {q} | {m * 1e3:.2f} | {pa * 1e3:.2f} | `{why}` |")
                     continue
                 everything.append({"machine": machine, "configuration": config, "measured_file": f, "strategy": s,
                                    "quantity": q, "measured_seconds": m, "datasheet_seconds": pb,
@@ -165,7 +167,7 @@ def main():
     }
     with open(a.json, "w") as f:
         json.dump({"tool": "harness/tools/leave_one_out.py", "summary": summary, "rows": everything,
-                   "memory_rows": memory}, f, indent=1)
+                   "memory_rows": memory, "not_compared": not_compared}, f, indent=1)
         f.write("\n")
     with open(a.markdown, "w") as f:
         f.write("\n".join(md + memory_md) + "\n")

@@ -25,10 +25,10 @@ import argparse
 import statistics
 
 import fsdp2_step  # harness/tools/, beside this module
+from host_floor_fit import floor_depths, least_squares  # harness/tools/, beside this module
 import dmuon_model
 
 TOKENS = 32
-LAYER_COUNTS = (2, 6, 12)
 ITERS, WARMUP = 10, 3
 
 
@@ -74,18 +74,3 @@ def measure(torch, spec, device, log):
                         "per_step_s": per_step})
         log(f"host floor {mode}: {per_layer * 1e3:.3f} ms a layer, {per_step * 1e3:.2f} ms a step")
     return entries
-
-
-def floor_depths(model_layers):
-    """LAYER_COUNTS, with depths past the model's own replaced by its own depth (a deeper model
-    is not this model); fewer than two depths (a 1-layer model) give no slope."""
-    counts = tuple(n for n in LAYER_COUNTS if n < model_layers) + (model_layers,)
-    return tuple(sorted(set(counts)))[:len(LAYER_COUNTS)]
-
-
-def least_squares(runs):
-    """Slope and intercept of seconds against depth over the (depth, seconds) runs."""
-    mx = statistics.fmean(n for n, _ in runs)
-    my = statistics.fmean(t for _, t in runs)
-    slope = sum((n - mx) * (t - my) for n, t in runs) / sum((n - mx) ** 2 for n, _ in runs)
-    return slope, my - slope * mx

@@ -79,7 +79,8 @@ def issue_behind_spin(torch, issue, cycles=SPIN_CYCLES):
         if not spin_end.query():
             return result
         if cycles >= SPIN_CYCLES_MAX:
-            raise RuntimeError(f"the host needs longer than a {cycles}-cycle spin to issue one measurement")
+            raise RuntimeError(f"the GPU finished a {cycles}-cycle spin before the host had issued one measurement: "
+                               "a stuck host, or more launches than the CUDA launch queue holds (lower --reps)")
         cycles *= 2
 
 
