@@ -50,6 +50,14 @@ TEST_CASE("a tiny calibrate writes a file that loads back with growing curves", 
   REQUIRE(t.launch_overhead_us.has_value());
   CHECK(*t.launch_overhead_us > 0);
   CHECK(*t.launch_overhead_us < 100);
+  // The fused AdamW split of the adamw Plan's optimizer phase: some host time per tensor, and a
+  // GPU share within a small factor of the AdamW curve.
+  REQUIRE(t.adamw_fused_issue_us.has_value());
+  REQUIRE(t.adamw_fused_vs_curve.has_value());
+  CHECK(*t.adamw_fused_issue_us > 0);
+  CHECK(*t.adamw_fused_issue_us < 100);
+  CHECK(*t.adamw_fused_vs_curve > 0.3);
+  CHECK(*t.adamw_fused_vs_curve < 5);
   // Scenario calls (dmuon preset: Gram fp16) and the small grid for both kernel families.
   bool gram = false, standard = false;
   for (const auto& m : t.ns) {

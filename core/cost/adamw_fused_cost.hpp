@@ -7,12 +7,11 @@
 // above it whatever the model (reports/sim-validation.md). `dmuon-bench calibrate` runs the
 // calibration scenario's adamw Plan's optimizer phase as `dmuon-bench step` does and splits it:
 // host seconds per tensor, and the GPU's remainder over the curve's price of the same bytes.
-// What the host share holds: the executor's whole enqueue loop of that run, i.e. the tensor list
-// (cheap per tensor), one kernel launch per 40 tensors, then one event record per AdamW op after
-// the launches. The simulator charges all of it before the launch's head, which is exact for the
-// run's total on an idle GPU (the phase = host + GPU) but overstates the head's delay where the
-// GPU is busy and the records after the launches would overlap it; timing the list and the
-// launches apart from the records needs the executor to report them apart (not done yet).
+// What the host share holds: the executor's loop until the fused launch is enqueued (the tensor
+// list, one kernel launch per 40 tensors; RunTiming::host_adamw_launched_seconds), not the event
+// record per AdamW op that follows, which overlaps the kernels. Calibrations of 2026-11-25 (the
+// first with these keys) took the whole loop, records included: their host share is high and their
+// GPU ratio low by the same seconds, exact for the phase's total on an idle GPU.
 #pragma once
 #include "core/cost/calibration.hpp"
 #include "core/model/routing.hpp"

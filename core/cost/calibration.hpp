@@ -152,8 +152,8 @@ struct CalibrationTable {
   std::optional<double> local_collective_step_overhead_us;
   // The executor's fused AdamW launch (every AdamW op of a rank's optimizer phase in one
   // multi-tensor launch), measured on the calibration scenario's adamw Plan as `dmuon-bench step`
-  // runs it: the host microseconds per tensor of the run's enqueue loop (list, launches, the
-  // per-op event records after them: core/cost/adamw_fused_cost.hpp says what that implies), and
+  // runs it: the host microseconds per tensor until the run is enqueued (its list and launches;
+  // core/cost/adamw_fused_cost.hpp says what older files hold), and
   // the GPU's remainder over the AdamW curve's at the same bytes (a real model's mix of tensor
   // sizes in one launch against one large tensor).
   std::optional<double> adamw_fused_issue_us;

@@ -28,7 +28,8 @@ struct StepLaunchProbe {
   double comm_phase_seconds = 0;
   // The optimizer phase (the fused AdamW launch: its tensor list, one kernel a 40 tensors, then
   // an event record a Plan op) of the rank whose median phase is the longest: that median, and
-  // the median host seconds of the same rank's enqueue loop.
+  // the median host seconds of the same rank's loop until the launch was enqueued
+  // (RunTiming::host_adamw_launched_seconds; the event records after it overlap the kernels).
   int optimizer_rank = 0;
   double optimizer_phase_seconds = 0;
   double optimizer_host_seconds = 0;

@@ -197,6 +197,7 @@ void RankExecutor::enqueue(int index, unsigned phases, long adam_step, bool time
   } else {
     compute_runner_->launch(op, *buffers_, adam_step, where);
   }
+  if (op.kind == OpKind::adamw) adamw_launched_ = std::chrono::steady_clock::now();
   for (int k = index; k < index + fused; ++k) {
     DMUON_CUDA_CHECK(cudaEventRecord(events_->done[at(k)], stream));
     issued_[at(k)] = 1;
@@ -280,6 +281,7 @@ RunTiming RankExecutor::run_issuing(unsigned phases, bool time_ops, const std::f
   DMUON_CUDA_CHECK(cudaEventRecord(events_->t0, compute_));
   DMUON_CUDA_CHECK(cudaStreamWaitEvent(comm_, events_->t0, 0));
   issued_.assign(ops.size(), 0);
+  adamw_launched_.reset();
   Issued issued;
   try {
     issue(issued);
@@ -303,6 +305,7 @@ RunTiming RankExecutor::run_issuing(unsigned phases, bool time_ops, const std::f
   RunTiming t;
   t.seconds = std::max(elapsed_seconds(events_->t0, events_->compute_end), elapsed_seconds(events_->t0, events_->comm_end));
   t.host_issue_seconds = issue_seconds;
+  if (adamw_launched_) t.host_adamw_launched_seconds = std::chrono::duration<double>(*adamw_launched_ - issued.start).count();
   t.launches = issued.launches;
   if (t.launches >= kIssueSampleLaunches) {
     t.host_issue_sample_seconds = std::chrono::duration<double>(issued.sample_end - issued.start).count();

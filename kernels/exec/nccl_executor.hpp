@@ -19,9 +19,11 @@
 // parameters: the job ends with no NaN in any weight.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -104,6 +106,9 @@ class RankExecutor {
   const std::atomic<bool>* peer_failed_;
   std::vector<std::vector<int>> waits_;  // per op: ops on the other stream it must wait for
   std::vector<char> issued_;             // per op: enqueued in the current run
+  // When the current run's last AdamW launch call returned (its list built, its kernels
+  // enqueued), before the per-op event records after it; unset: no AdamW op in the run.
+  std::optional<std::chrono::steady_clock::time_point> adamw_launched_;
   std::map<int, NsShardMember> shard_members_;  // by op: this rank's share of a sharded NS call
   std::unique_ptr<DeviceBuffers> buffers_;
   cudaStream_t compute_ = nullptr, comm_ = nullptr;

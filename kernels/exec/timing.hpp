@@ -31,6 +31,10 @@ struct RunTiming {
   // the whole loop read 29 us a launch, a GPU-bound rate).
   double host_issue_sample_seconds = 0;
   int host_issue_sample_launches = 0;
+  // Host seconds from the loop's start until its last AdamW launch call returned (a fused run's
+  // tensor list built and its kernels enqueued), before the per-op event records that follow:
+  // what the GPU waits for when the run starts on an idle GPU. 0 without AdamW ops.
+  double host_adamw_launched_seconds = 0;
 };
 inline constexpr int kIssueSampleLaunches = 64;
 
