@@ -12,15 +12,9 @@
 #include "core/error.hpp"
 #include "core/cost/plan_cost.hpp"
 #include "core/io/provenance.hpp"
+#include "core/median.hpp"
 
 namespace dmuon::bench {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 namespace {
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/median.hpp"
 #include "core/plan/plan.hpp"
 #include "harness/dmuon_bench_step_standin.hpp"
 #include "kernels/exec/bench.hpp"
@@ -44,8 +45,6 @@ struct StepReport {
   std::string launcher;
   std::vector<StrategyResult> strategies;
 };
-
-double median(std::vector<double> v);
 
 // Per-rank measurements (index = rank) into one strategy's result.
 StrategyResult summarize(const std::string& strategy, const Plan& plan, const std::vector<exec::RankMeasurement>& ranks);

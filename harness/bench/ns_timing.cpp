@@ -3,16 +3,12 @@
 #include <algorithm>
 
 #include "core/cost/ns_flops.hpp"
+#include "core/median.hpp"
 #include "kernels/cuda/device_buffer.hpp"
 #include "kernels/cuda/elementwise.hpp"
 
 namespace dmuon::bench {
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // Median seconds of `impl` over rotating input sets of one shape and batch.
 double time_impl(cuda::NsEngine& engine, const std::vector<cuda::DeviceBuffer>& inputs, cuda::DeviceBuffer& out,

@@ -6,6 +6,7 @@
 #include "core/cost/calibration.hpp"
 #include "core/cost/device_profile.hpp"
 #include "core/error.hpp"
+#include "core/median.hpp"
 #include "core/model/routing.hpp"
 #include "kernels/exec/bench.hpp"
 
@@ -15,11 +16,6 @@ namespace {
 // Timed iterations: the probe takes seconds, and 5 samples of the first launches moved the
 // issue cost by 30% between two leases whose steps took the same time (reports/sim-validation.md).
 constexpr int kProbeIterations = 15;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // Per iteration the slowest rank's seconds, then the median (collective: every rank calls it).
 double median_of_slowest(exec::RankHandle& h, const std::vector<double>& mine) {

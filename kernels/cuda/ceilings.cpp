@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "core/median.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/owned_stream.hpp"
 #include "kernels/cuda/device_buffer.hpp"
@@ -13,11 +14,6 @@
 
 namespace dmuon::cuda {
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 }  // namespace
 

@@ -8,6 +8,7 @@
 
 #include "core/cost/calibration.hpp"
 #include "core/error.hpp"
+#include "core/median.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/owned_stream.hpp"
 #include "kernels/cuda/device_buffer.hpp"
@@ -18,11 +19,6 @@ namespace dmuon::cuda {
 cudaError_t launch_empty_kernels(int count, cudaStream_t stream);  // kernels/cuda/launch_probe.cu
 
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 std::vector<std::size_t> payloads(std::size_t min_bytes, std::size_t max_bytes) {
   std::vector<std::size_t> out;

@@ -16,6 +16,7 @@
 
 #include "core/error.hpp"
 #include "core/io/file_read.hpp"
+#include "core/median.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/device_buffer.hpp"
 #include "kernels/cuda/ns_engine_state.hpp"
@@ -25,11 +26,6 @@ namespace dmuon::cuda {
 namespace {
 
 constexpr const char* kCacheFormat = "dmuon-ns-tune-1";
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 nlohmann::json read_cache_file(const std::string& path) {
   // No cache yet is the normal first run; anything else that cannot be read is an error.
