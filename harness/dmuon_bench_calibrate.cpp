@@ -216,9 +216,8 @@ std::vector<exec::CommSweepCurve> measure_collectives(const Args& a, const Scena
 // collective_step_overhead_us (several GPUs, per NCCL call) or local_collective_step_overhead_us
 // (one GPU, per launch) from the probe's phase and the curves just measured. A phase faster
 // than its curves' sum is recorded as 0 and said so.
-void set_collective_step_overhead(CalibrationTable& t, const Scenario& sc, const bench::StepLaunchProbe& probe, int world) {
+void set_collective_step_overhead(CalibrationTable& t, const StepPlan& sp, const bench::StepLaunchProbe& probe, int world) {
   const CostModel measured(device_profile(t.gpu, "--profile"), t);
-  const StepPlan sp = bench::step_probe_plan(sc, world);
   const CurvePricedCollectives priced = curve_priced_collectives(sp.plan, 0, measured);
   const bool local = world == 1;
   const double overhead = collective_step_overhead_seconds(probe.comm_phase_seconds, priced, local);
@@ -233,9 +232,8 @@ void set_collective_step_overhead(CalibrationTable& t, const Scenario& sc, const
 // adamw_fused_issue_us and adamw_fused_vs_curve from the probe's optimizer phase, priced with the
 // AdamW curve just measured, on the rank the probe timed. A phase that cannot be split is said so
 // and leaves both keys out.
-void set_adamw_fused(CalibrationTable& t, const Scenario& sc, const bench::StepLaunchProbe& probe, int world) {
+void set_adamw_fused(CalibrationTable& t, const Scenario& sc, const StepPlan& sp, const bench::StepLaunchProbe& probe) {
   const CostModel measured(device_profile(t.gpu, "--profile"), t);
-  const StepPlan sp = bench::step_probe_plan(sc, world);
   const Routing routing = route_parameters(sc.model, sc.routing);
   try {
     const FusedAdamw fused = fused_adamw(sp.plan, probe.optimizer_rank, routing, sc.optimizer, measured);
@@ -311,8 +309,11 @@ CalibrationTable run(const Args& a, const Inputs& in, int* argc, char*** argv) {
     t.collectives.push_back(std::move(cc));
   }
   t.executor_issue_us = probe.issue_seconds * 1e6;
-  set_collective_step_overhead(t, in.scenario, probe, static_cast<int>(devices.size()));
-  set_adamw_fused(t, in.scenario, probe, static_cast<int>(devices.size()));
+  // The Plan the probe ran (planned again, deterministically), priced by both setters.
+  const int world = static_cast<int>(devices.size());
+  const StepPlan probe_plan = bench::step_probe_plan(in.scenario, world);
+  set_collective_step_overhead(t, probe_plan, probe, world);
+  set_adamw_fused(t, in.scenario, probe_plan, probe);
   t.forward_backward = in.forward_backward;
   return t;
 }

@@ -13,9 +13,6 @@
 #include "kernels/cuda/ns_kernels.hpp"
 
 namespace dmuon::cuda {
-namespace {
-
-}  // namespace
 
 double measure_gemm_tflops(long n, int repeats) {
   OwnedStream stream;
