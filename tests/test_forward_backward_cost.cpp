@@ -176,7 +176,7 @@ TEST_CASE("measured layers come first, then building blocks, then the datasheet"
   CHECK_THAT(d.description, Catch::Contains("datasheet: FLOPs at mfu"));
 }
 
-TEST_CASE("a block below the host's floor takes the floor; the framework picks the floor", "[fb][host_floor]") {
+TEST_CASE("the host paces the units; the framework picks the floor", "[fb][host_floor]") {
   const ModelSpec m = model("qwen2.5-3b.yaml");
   TrainingSpec t;
   t.seq_len = 2048, t.micro_batch = 2;
@@ -187,36 +187,57 @@ TEST_CASE("a block below the host's floor takes the floor; the framework picks t
   const auto gpu = forward_backward_cost(m, t, 989, &table);
   REQUIRE(gpu.units.size() == 38);
 
-  // Floor below every block's 3 ms: every figure as without it.
+  // Host 0.005 + 36 x 0.0025 = 95 ms, 2.64 ms a block, below every block's 3 ms and never ahead of
+  // the GPU: every figure as without it, bit for bit.
   table.host_floor = {{"qwen2.5-3b", HostFloorMode::eager, 1, 32, {2, 6}, {0.01, 0.02}, 0.0025, 0.005}};
   const auto low = forward_backward_cost(m, t, 989, &table);
   CHECK(low.total_s == gpu.total_s);
   CHECK(low.units[4].source == "measured");
-  CHECK_THAT(low.description, Catch::Contains("binds 0 of 36 blocks"));
+  CHECK_THAT(low.description, Catch::Contains("paces 0 of 38 units"));
 
-  // Eager floor 4.5 ms: each block 1.5 + 3 ms, forward and backward as 1 : 2; the embedding and
-  // head are not blocks and keep their times.
+  // Host 0.005 + 36 x 0.0045 = 167 ms, 4.64 ms a block against the GPU's 3: the host sets the pace.
+  // The head's 5 ms of GPU work costs the host nothing and is absorbed by its lead over the
+  // backward blocks after it; the step ends when the host has issued everything plus the
+  // embedding's backward (0.3 ms), the one unit after the last block.
   table.host_floor[0].per_layer_s = 0.0045;
   const auto eager = forward_backward_cost(m, t, 989, &table);
-  for (int u = 1; u <= 36; ++u) {
-    CHECK(eager.units[u].source == "host floor");
-    CHECK(eager.units[u].forward_s == Approx(0.0015).epsilon(1e-12));
-    CHECK(eager.units[u].backward_s == Approx(0.003).epsilon(1e-12));
-  }
-  CHECK(eager.units[0].forward_s == 0.0001);
+  CHECK(eager.total_s == Approx(0.005 + 36 * 0.0045 + 0.0003).epsilon(1e-12));
+  CHECK(eager.units[0].forward_s == 0.0001);                  // before the host has issued anything
+  CHECK(eager.units[1].forward_s == Approx(0.167 / 36 / 3 - 0.0001).epsilon(1e-12));  // waits for it
+  CHECK(eager.units[1].source == "host floor");
+  CHECK(eager.units[20].forward_s == Approx(0.167 / 36 / 3).epsilon(1e-12));
+  CHECK(eager.units[20].backward_s == Approx(0.167 / 36 * 2 / 3).epsilon(1e-12));
+  CHECK(eager.units.back().forward_s == 0.002);                 // the head's GPU time in full ...
   CHECK(eager.units.back().backward_s == 0.003);
-  CHECK(eager.total_s == Approx(gpu.total_s + 36 * 0.0015).epsilon(1e-12));
-  CHECK_THAT(eager.description, Catch::Contains("host floor 4.5 ms a layer (eager, measured on qwen2.5-3b, 1 GPU) binds 36 of 36"));
+  CHECK(eager.units.back().source == "measured");
+  CHECK(eager.units[36].backward_s == 0.002);                   // ... and the GPU's backlog after it
+  CHECK(eager.units[0].backward_s == 0.0003);
+  CHECK_THAT(eager.description, Catch::Contains("host floor 4.64 ms a layer at 36 layers (eager, measured on qwen2.5-3b, 1 GPU)"));
 
   // Under FSDP2 (the scenario prices FSDP2's copies): the FSDP2 floor where the file has one, else eager's.
   t.fsdp2_copies = true;
   CHECK(forward_backward_cost(m, t, 989, &table).total_s == eager.total_s);
-  table.host_floor.push_back({"qwen2.5-3b", HostFloorMode::fsdp2, 1, 32, {18, 36}, {0.14, 0.275}, 0.0075, 0.005, 2});
+  // A per-layer cost that grows with depth: 5.75 ms a layer at 18 layers, 6.25 at 36, intercept
+  // -9 ms; this model has 36 blocks: 225 ms of host.
+  table.host_floor.push_back({"qwen2.5-3b", HostFloorMode::fsdp2, 1, 32, {18, 36}, {0.1035, 0.225}, 0.00675, -0.018, 2});
   const auto fsdp2 = forward_backward_cost(m, t, 989, &table);
-  CHECK(fsdp2.units[9].forward_s + fsdp2.units[9].backward_s == Approx(0.0075).epsilon(1e-12));
+  CHECK(fsdp2.total_s == Approx(0.225 + 0.0003).epsilon(1e-12));
+  CHECK(fsdp2.units[9].forward_s + fsdp2.units[9].backward_s == Approx(0.00625).epsilon(1e-12));
   CHECK_THAT(fsdp2.description, Catch::Contains("(fsdp2, measured on qwen2.5-3b, 2 GPUs)"));
 
   // A measured total is the whole step as measured: no floor on top.
   t.fwd_bwd_seconds = 0.1;
   CHECK(forward_backward_cost(m, t, 989, &table).total_s == Approx(0.1).epsilon(1e-12));
+}
+
+TEST_CASE("the host's time at a model's depth follows the measured line", "[fb][host_floor]") {
+  HostFloor f{"qwen2.5-3b", HostFloorMode::fsdp2, 1, 32, {18, 36}, {0.1035, 0.225}, 0.00675, -0.018, 2};
+  CHECK(host_seconds_at_depth(f, 18) == Approx(0.1035).epsilon(1e-12));
+  CHECK(host_seconds_at_depth(f, 28) == Approx(-0.018 + 28 * 0.00675).epsilon(1e-12));
+  CHECK(host_seconds_at_depth(f, 48) == Approx(-0.018 + 48 * 0.00675).epsilon(1e-12));  // the line, extended
+  // Below the shallowest depth the line would go negative: that depth's time, scaled.
+  CHECK(host_seconds_at_depth(f, 2) == Approx(0.1035 * 2 / 18).epsilon(1e-12));
+  CHECK_THROWS_WITH(host_seconds_at_depth(f, 0), Catch::Contains("at least one layer"));
+  f.per_step_s = -1;
+  CHECK_THROWS_WITH(host_seconds_at_depth(f, 20), Catch::Contains("per_step_s too negative"));
 }

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "core/cost/forward_backward_grid.hpp"
+#include "core/cost/host_paced.hpp"
 
 namespace dmuon {
 namespace {
@@ -193,15 +194,35 @@ const HostFloor* floor_for(const ForwardBackwardTable& table, const TrainingSpec
   return host_floor_of(table.host_floor, HostFloorMode::eager);
 }
 
-// A block whose GPU time is below the host's floor takes the floor, forward and backward in
-// their own proportion: the GPU idles between kernels the host has not issued yet. 1 if raised.
-int raise_to_floor(ComputeUnit& unit, const HostFloor& floor) {
-  const double gpu = unit.forward_s + unit.backward_s;
-  if (!(gpu < floor.per_layer_s) || gpu <= 0) return 0;
-  const double scale = floor.per_layer_s / gpu;
-  unit.forward_s *= scale, unit.backward_s *= scale;
-  unit.source = "host floor";
-  return 1;
+// Paces the units by the host (core/cost/host_paced.hpp): each block costs the host its share of
+// the floor's time at this model's depth, forward and backward in the proportion of its GPU
+// times; the embedding and head cost it nothing of their own (their host work is in the line's
+// intercept, spread over the blocks). Units the GPU waited on say "host floor". Returns them.
+int pace_by_host(std::vector<ComputeUnit>& units, const HostFloor& floor, int blocks) {
+  if (blocks == 0) return 0;
+  const double per_block = host_seconds_at_depth(floor, blocks) / blocks;
+  std::vector<PacedUnit> run;  // forward in order, then backward in reverse
+  for (const ComputeUnit& u : units) {
+    const double gpu = u.forward_s + u.backward_s;
+    const double share = u.part != 1 ? 0 : gpu > 0 ? u.forward_s / gpu : 1.0 / 3;
+    run.push_back({u.forward_s, u.part == 1 ? per_block * share : 0});
+  }
+  for (auto it = units.rbegin(); it != units.rend(); ++it) {
+    const double gpu = it->forward_s + it->backward_s;
+    const double share = it->part != 1 ? 0 : gpu > 0 ? it->backward_s / gpu : 2.0 / 3;
+    run.push_back({it->backward_s, it->part == 1 ? per_block * share : 0});
+  }
+  const std::vector<PacedTime> paced = host_paced(run);
+  const std::size_t n = units.size();
+  int waited = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    ComputeUnit& u = units[i];
+    const PacedTime& f = paced[i];
+    const PacedTime& b = paced[2 * n - 1 - i];
+    u.forward_s = f.seconds, u.backward_s = b.seconds;
+    if (f.waited || b.waited) u.source = "host floor", ++waited;
+  }
+  return waited;
 }
 
 std::string describe(const ForwardBackwardCost& c, const std::string& datasheet) {
@@ -246,8 +267,8 @@ ForwardBackwardCost forward_backward_cost(const ModelSpec& model, const Training
   const AttentionGrid attention(table ? table->attention : std::vector<AttentionTiming>{});
   std::map<std::string, double> by_source;
   bool all_flop_priced = true;
-  const HostFloor* floor = table ? floor_for(*table, training) : nullptr;
-  int bound_blocks = 0, blocks = 0;
+  const HostFloor* floor = table && !training.fwd_bwd_seconds ? floor_for(*table, training) : nullptr;
+  int blocks = 0;
   for (const ComputeUnit& unit : c.units) blocks += unit.part == 1;
   for (ComputeUnit& unit : c.units) {
     const UnitKey key{unit.tower, unit.part, unit.layer};
@@ -262,13 +283,15 @@ ForwardBackwardCost forward_backward_cost(const ModelSpec& model, const Training
         unit.forward_s = s->forward_s, unit.backward_s = s->backward_s, unit.source = "interpolated";
       }
     }
-    if (floor && unit.part == 1 && unit.source != "measured total") bound_blocks += raise_to_floor(unit, *floor);
     all_flop_priced = all_flop_priced && (unit.source == "datasheet" || unit.source == "measured total");
+  }
+  const int paced = floor ? pace_by_host(c.units, *floor, blocks) : 0;
+  for (const ComputeUnit& unit : c.units) {
     by_source[std::string(unit.source)] += unit.forward_s + unit.backward_s;
     c.total_s += unit.forward_s + unit.backward_s;
   }
   // The FLOP-priced total is computed as it always was, so that figures stay identical.
-  if (all_flop_priced) c.total_s = 3 * total_flops * s_per_flop;
+  if (all_flop_priced && paced == 0) c.total_s = 3 * total_flops * s_per_flop;
   for (const char* s : {"measured total", "measured", "interpolated", "host floor", "datasheet"}) {
     if (by_source.count(s)) c.seconds_by_source.emplace_back(s, by_source.at(s));
   }
@@ -278,9 +301,10 @@ ForwardBackwardCost forward_backward_cost(const ModelSpec& model, const Training
     c.description = describe(c, datasheet);
   }
   if (floor) {
-    std::snprintf(buf, sizeof buf, "; host floor %.3g ms a layer (%s, measured on %s, %ld GPU%s) binds %d of %d blocks",
-                  floor->per_layer_s * 1e3, std::string(to_string(floor->mode)).c_str(), floor->model.c_str(),
-                  floor->world, floor->world == 1 ? "" : "s", bound_blocks, blocks);
+    std::snprintf(buf, sizeof buf, "; host floor %.3g ms a layer at %d layers (%s, measured on %s, %ld GPU%s) paces %d of %zu units",
+                  host_seconds_at_depth(*floor, std::max(blocks, 1)) / std::max(blocks, 1) * 1e3,
+                  blocks, std::string(to_string(floor->mode)).c_str(), floor->model.c_str(), floor->world,
+                  floor->world == 1 ? "" : "s", paced, c.units.size());
     c.description += buf;
   }
   return c;

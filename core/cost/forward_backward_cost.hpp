@@ -19,11 +19,11 @@
 //    needs a GEMM grid, elementwise_GBps and, for a unit with attention, an attention grid;
 //  - "datasheet": forward FLOPs at training.mfu of peak_tflops, backward twice the forward (an
 //    assumption: the number of FLOPs is exact, the rate is not).
-// Then a block (part 1) priced below the calibration's host floor per layer (host_floor.hpp;
-// FSDP2's where training.fsdp2_copies says the step runs under FSDP2, else eager PyTorch's) is
-// raised to it, forward and backward in proportion, and says "host floor". Not under
-// "measured total", and not for the embedding and head units (their host cost is in the
-// floor's per-step intercept, not priced).
+// Then, where the calibration has a host floor (host_floor.hpp; FSDP2's where
+// training.fsdp2_copies says the step runs under FSDP2, else eager PyTorch's), the units are
+// paced by the host (host_paced.hpp): each block costs the host the floor's time at this
+// model's depth over its blocks, the embedding and head nothing of their own; a unit whose GPU
+// waited for the host takes its effective time and says "host floor". Not under "measured total".
 // FLOPs (forward, whole micro-batch): 2 per multiply-add of each token with every weight matrix
 // (an expert stack only for min(moe_top_k, experts) experts), a tied head as an untied one,
 // causal attention 2 * s^2 * heads * head_dim per sample; lookups, norms and biases ~0.

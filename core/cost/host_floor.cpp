@@ -2,8 +2,12 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <string>
+
 #include "core/cost/calibration.hpp"
 #include "core/cost/device_profile.hpp"
+#include "core/error.hpp"
 #include "core/io/yaml_reader.hpp"
 
 namespace dmuon {
@@ -80,6 +84,19 @@ void emit_host_floors(YAML::Emitter& out, const std::vector<HostFloor>& floors) 
     out << YAML::EndMap;
   }
   out << YAML::EndSeq;
+}
+
+double host_seconds_at_depth(const HostFloor& floor, long layers) {
+  if (layers < 1) throw Error("host floor: a step needs at least one layer, got " + std::to_string(layers));
+  const auto line = [&](double depth) { return floor.per_step_s + floor.per_layer_s * depth; };
+  const double shallowest = floor.layers.empty() ? 1.0 : double(*std::min_element(floor.layers.begin(), floor.layers.end()));
+  const double depth = double(layers);
+  const double seconds = depth >= shallowest ? line(depth) : line(shallowest) * depth / shallowest;
+  if (!(seconds > 0)) {
+    throw Error("host floor (" + std::string(to_string(floor.mode)) + ", " + floor.model + "): its line prices " +
+                std::to_string(layers) + " layers at " + std::to_string(seconds) + " s (per_step_s too negative)");
+  }
+  return seconds;
 }
 
 const HostFloor* host_floor_of(const std::vector<HostFloor>& floors, HostFloorMode mode) {

@@ -3,8 +3,8 @@
 //
 // Why it prices anything: eager PyTorch dispatches a layer's ~100 kernels from Python and the
 // autograd engine, and FSDP2 adds its per-layer hooks, casts and copies; when a layer's GPU
-// work takes less than that, the GPU waits for the host. The simulator prices each transformer
-// block as max(its GPU time, the floor) (core/cost/forward_backward_cost.hpp). The floor is
+// work takes less than that, the GPU waits for the host. The simulator paces the step's units
+// by the host, each block costing it its share of the floor (core/cost/host_paced.hpp). The floor is
 // measured on the calibration model and taken to hold for any decoder layer of the same
 // framework: within 3.0-3.7 ms for five models from 0.5B to 8B parameters on one H200 lease
 // (reports/sim-validation.md), while hosts of different leases differ by more than that.
@@ -12,8 +12,9 @@
 // In the calibration file, inside forward_backward:
 //   host_floor: [{model: qwen2.5-3b, mode: eager, micro_batch: 1, seq_len: 32,
 //                 layers: [2, 6], fwd_bwd_s: [t2, t6], per_layer_s: ..., per_step_s: ...}, ...]
-// per_layer_s is the slope between the two depths, per_step_s the intercept (what a step costs
-// the host outside its layers; recorded, not priced). One entry per mode at most. `world`
+// per_layer_s is the slope over the depths, per_step_s the intercept. One entry per mode at most.
+// host_seconds_at_depth gives a model's host time from that line (its per-layer share then paces
+// the blocks, core/cost/host_paced.hpp). `world`
 // (optional, default 1): the GPUs it ran on. FSDP2 is measured on all of the machine's GPUs
 // (harness/tools/world_host_floor.py) where it has several: one rank's floor did not follow the
 // 2-GPU step's host cost from one lease to the next (reports/sim-validation.md).
@@ -50,6 +51,14 @@ std::string_view to_string(HostFloorMode mode);
 // per_layer_s <= 0, lists whose lengths differ fail naming file:line: key.
 std::vector<HostFloor> parse_host_floors(const YamlValue& list);
 void emit_host_floors(YAML::Emitter& out, const std::vector<HostFloor>& floors);
+
+// The host's forward + backward time of a step of `layers` decoder layers: the measured line,
+// per_step_s + per_layer_s x layers, from the shallowest depth measured on up (a fixed cost and a
+// cost per layer; beyond the deepest depth the line is extended); below the shallowest depth
+// that depth's time scaled by layers / depth, because a negative intercept (FSDP2's per-layer
+// cost grows with depth: 5.7 ms a layer at 18 layers, 6.2 at 36 on 2 x H200) would otherwise
+// price a shallow model's host at or below zero. Throws dmuon::Error for layers < 1.
+double host_seconds_at_depth(const HostFloor& floor, long layers);
 
 // The entry of `mode`, or nullptr.
 const HostFloor* host_floor_of(const std::vector<HostFloor>& floors, HostFloorMode mode);
