@@ -23,6 +23,7 @@
 #include "harness/bench/step_launch_probe.hpp"
 #include "kernels/cuda/ceilings.hpp"
 #include "kernels/exec/collective_sweep.hpp"
+#include "kernels/exec/contention_probe.hpp"
 #include "kernels/cuda/device_query.hpp"
 #include "kernels/cuda/elementwise_timing.hpp"
 #include "kernels/exec/bench.hpp"
@@ -184,7 +185,8 @@ void print_curve(const exec::CommSweepCurve& c) {
 // The sweep on every local GPU, one thread each, then the step launch probe; returns rank 0's
 // curves. Throws on failure.
 std::vector<exec::CommSweepCurve> measure_collectives(const Args& a, const Scenario& sc, bench::StepLaunchProbe* probe,
-                                                      int* argc, char*** argv) {
+                                                      std::optional<exec::ContentionProbe>* contention, int* argc,
+                                                      char*** argv) {
   exec::CommSweepOptions o;
   o.max_bytes = a.max_collective_bytes;
   o.min_bytes = std::min(kMinBytes, a.max_collective_bytes);
@@ -201,7 +203,17 @@ std::vector<exec::CommSweepCurve> measure_collectives(const Args& a, const Scena
       if (h.rank() == 0) print_curve(c);
     });
     const bench::StepLaunchProbe p = bench::measure_step_launches(h, sc, a.timeout_seconds);
+    std::optional<exec::ContentionProbe> beside;
+    if (h.world() > 1) beside = exec::measure_compute_beside_nccl(h, a.timeout_seconds);
     if (h.rank() == 0) {
+      *contention = beside;
+      if (beside) {
+        std::cerr << "  compute beside NCCL: " << beside->gemms << " GEMMs of " << beside->gemm_n << "^3 bf16 "
+                  << beside->alone_seconds * 1e3 << " ms alone, " << beside->beside_seconds * 1e3 << " ms beside "
+                  << beside->all_gathers << " all-gathers of " << beside->all_gather_bytes << " bytes (rank 0, medians of "
+                  << beside->repetitions << "); slowdown " << beside->slowdown << " (mean over ranks)"
+                  << (beside->slowdown < 0 ? ": faster beside NCCL, recorded as 0" : "") << std::endl;
+      }
       curves = std::move(mine);
       *probe = p;
       std::cerr << "  step launch probe (adamw Plan of " << sc.name << ", " << p.iterations
@@ -259,6 +271,9 @@ void print_summary(const CalibrationTable& t, const std::string& out) {
             << (t.adamw_fused_vs_curve ? std::to_string(t.adamw_fused_issue_us.value_or(0)) + " us a tensor on the host, GPU " +
                                              std::to_string(*t.adamw_fused_vs_curve) + " x its curve"
                                        : std::string("not measured"))
+            << ", compute beside NCCL "
+            << (t.compute_slowdown_beside_nccl ? std::to_string(*t.compute_slowdown_beside_nccl) + " slower"
+                                               : std::string("not measured (one GPU)"))
             << "\n  elementwise (GB/s at the largest size): momentum "
             << t.elementwise.momentum_GBps.value_or(0) << ", update " << t.elementwise.update_GBps.value_or(0)
             << ", adamw " << t.elementwise.adamw_GBps.value_or(0) << "\n  Newton-Schulz: " << t.ns.size()
@@ -299,7 +314,8 @@ CalibrationTable run(const Args& a, const Inputs& in, int* argc, char*** argv) {
   measure_device(a, t);
   measure_ns(a, in, t);
   bench::StepLaunchProbe probe;
-  for (const auto& c : measure_collectives(a, in.scenario, &probe, argc, argv)) {
+  std::optional<exec::ContentionProbe> contention;
+  for (const auto& c : measure_collectives(a, in.scenario, &probe, &contention, argc, argv)) {
     if (c.points.empty()) continue;  // no size of the range splits into whole parts of this group
     CollectiveCurve cc;
     cc.kind = c.kind;
@@ -309,6 +325,7 @@ CalibrationTable run(const Args& a, const Inputs& in, int* argc, char*** argv) {
     t.collectives.push_back(std::move(cc));
   }
   t.executor_issue_us = probe.issue_seconds * 1e6;
+  if (contention) t.compute_slowdown_beside_nccl = std::max(0.0, contention->slowdown);
   // The Plan the probe ran (planned again, deterministically), priced by both setters.
   const int world = static_cast<int>(devices.size());
   const StepPlan probe_plan = bench::step_probe_plan(in.scenario, world);

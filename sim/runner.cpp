@@ -49,6 +49,9 @@ void Runner::start(const std::vector<sg4::Host*>& hosts) {
                          [this, r, s, ops = std::move(by_stream[s])] { stream_actor(static_cast<int>(r), s, ops); });
     }
   }
+  if (prog_.compute_slowdown_beside_nccl) {
+    for (RankSync& rs : ranks_) rs.nccl_mutex = sg4::Mutex::create(), rs.nccl_changed = sg4::ConditionVariable::create();
+  }
   colls_.resize(prog_.collectives.size());
   barrier_.mutex = sg4::Mutex::create();
   barrier_.cv = sg4::ConditionVariable::create();
@@ -156,6 +159,7 @@ void Runner::op_done(int rank, int stream, std::size_t op) {
 void Runner::stream_actor(int rank, int stream, const std::vector<int>& ops) {
   RankSync& rs = ranks_[static_cast<std::size_t>(rank)];
   const bool host = prog_.issue_s_per_launch.has_value();
+  const bool contended = prog_.compute_slowdown_beside_nccl.has_value();
   for (int i : ops) {
     const SimOp& op = prog_.ranks[static_cast<std::size_t>(rank)][static_cast<std::size_t>(i)];
     if (reference_) {
@@ -168,8 +172,13 @@ void Runner::stream_actor(int rank, int stream, const std::vector<int>& ops) {
     if (host) rs.host_wait[k] = sleep_until(origin_s + op.issued_s);
     rs.start[k] = sg4::Engine::get_clock();
     if (op.collective >= 0) {
+      const bool nccl = contended && prog_.collectives[static_cast<std::size_t>(op.collective)].call.members.size() > 1;
+      if (nccl) nccl_enters(rank);
       arrive(op.collective);
+      if (nccl) nccl_leaves(rank);
       rs.start[k] = std::max(rs.start[k], colls_[static_cast<std::size_t>(op.collective)].start);
+    } else if (op.seconds > 0 && contended) {
+      run_contended(rank, op.seconds);
     } else if (op.seconds > 0) {
       sg4::this_actor::sleep_for(op.seconds);
     }
@@ -177,6 +186,32 @@ void Runner::stream_actor(int rank, int stream, const std::vector<int>& ops) {
     rs.end[k] = sg4::Engine::get_clock();
     op_done(rank, stream, k);
     if (host && op.issue_clock == 0) pass_barrier();
+  }
+}
+
+void Runner::nccl_enters(int rank) {
+  RankSync& rs = ranks_[static_cast<std::size_t>(rank)];
+  if (rs.nccl_in_flight++ == 0) rs.nccl_changed->notify_all();
+}
+
+void Runner::nccl_leaves(int rank) {
+  RankSync& rs = ranks_[static_cast<std::size_t>(rank)];
+  if (--rs.nccl_in_flight == 0) rs.nccl_changed->notify_all();
+}
+
+// The op's work in seconds alone, done at the rate of the moment: a wait for the rest at that
+// rate, cut short when a collective enters or leaves flight, then again at the new rate.
+void Runner::run_contended(int rank, double seconds) {
+  RankSync& rs = ranks_[static_cast<std::size_t>(rank)];
+  const double slowdown = *prog_.compute_slowdown_beside_nccl;
+  std::unique_lock<sg4::Mutex> lock(*rs.nccl_mutex);
+  double work = seconds;
+  while (work > 0) {
+    const double rate = rs.nccl_in_flight > 0 ? 1 / (1 + slowdown) : 1.0;
+    const double from = sg4::Engine::get_clock();
+    const bool timed_out = rs.nccl_changed->wait_for(lock, work / rate) == std::cv_status::timeout;
+    if (timed_out) break;
+    work -= (sg4::Engine::get_clock() - from) * rate;
   }
 }
 

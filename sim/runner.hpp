@@ -30,6 +30,12 @@ struct RankSync {
   std::vector<char> done;
   std::vector<double> start, end;
   std::vector<double> host_wait;  // per op: seconds it waited for the host to enqueue it
+  // Compute beside NCCL (StepProgram::compute_slowdown_beside_nccl): collectives of several GPUs
+  // in flight on this rank; the compute actor waits on `nccl_changed` (with `nccl_mutex`) for
+  // the rest of its op at the current rate, woken when the count goes from or to zero.
+  int nccl_in_flight = 0;
+  sg4::MutexPtr nccl_mutex;
+  sg4::ConditionVariablePtr nccl_changed;
 };
 
 struct CollectiveSync {
@@ -62,6 +68,11 @@ class Runner {
   void wait_needs(int rank, int stream, int op);
   void wait_all_deps(int rank, int stream, const std::vector<int>& deps);  // reference_runner
   void op_done(int rank, int stream, std::size_t op);
+  // Compute beside NCCL: a collective of several GPUs enters or leaves flight on `rank`; a
+  // compute op of `seconds` alone runs at 1 / (1 + slowdown) while any is in flight.
+  void nccl_enters(int rank);
+  void nccl_leaves(int rank);
+  void run_contended(int rank, double seconds);
   // Host issue model (StepProgram::issue_s_per_launch): the origin of an op's issue clock (1:
   // once every clock-0 op of every rank is done, as the benchmark's barrier between its runs).
   double clock_origin(int issue_clock);

@@ -100,6 +100,7 @@ StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const R
   // PyTorch's, not the executor's, and hides behind a layer's GPU time).
   const std::optional<double> issue_s = cost.executor_issue_seconds();
   prog.issue_s_per_launch = issue_s;
+  prog.compute_slowdown_beside_nccl = cost.compute_slowdown_beside_nccl();
   for (bool merge : {true, false}) {
     prog.ranks.clear();
     prog.collectives.clear();

@@ -117,6 +117,11 @@ struct StepProgram {
   // Host seconds per executor launch (the calibration's executor_issue_us); unset: no host
   // model, ops start when their stream and dependencies allow.
   std::optional<double> issue_s_per_launch;
+  // Compute beside NCCL (the calibration's compute_slowdown_beside_nccl): while a collective of
+  // several GPUs is in flight on a rank (from the moment its stream reaches it, peers' wait
+  // included: NCCL's kernel is resident from its launch), that rank's compute runs
+  // 1 + this times slower. Unset: compute ignores collectives.
+  std::optional<double> compute_slowdown_beside_nccl;
 };
 
 struct ProgramOptions {

@@ -2,6 +2,7 @@
 // trips, and the cost model's use of it against closed forms: size curves (power law between
 // points), Newton-Schulz efficiency interpolation, elementwise curves, collective curves.
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "catch_compat.hpp"
@@ -143,6 +144,7 @@ TEST_CASE("v1 calibration files still load; save -> load is exact", "[calibratio
   t.local_collective_step_overhead_us = 1.0 + 0.1 + 0.2;
   t.adamw_fused_issue_us = 2.0 + 0.1 + 0.2;
   t.adamw_fused_vs_curve = 1.0 + 0.1 + 0.2;
+  t.compute_slowdown_beside_nccl = 0.1 + 0.2;
   t.collectives[0].curve.points[0].second = 0.1 + 0.2;
   t.forward_backward->layers[0].backward_s = std::nextafter(0.004, 1.0);
   t.forward_backward->host_floor[0].per_step_s = -(0.1 + 0.2);
@@ -313,4 +315,17 @@ TEST_CASE("adamw_fused_issue_us and adamw_fused_vs_curve: read, checked, default
   t.adamw_fused_vs_curve = 1.0;
   t.adamw_fused_issue_us = std::nan("");
   CHECK_THROWS_WITH(CostModel(h200(), t), Catch::Contains("adamw_fused_issue_us must be >= 0"));
+}
+
+TEST_CASE("compute_slowdown_beside_nccl: read, checked, none without it", "[calibration]") {
+  const std::string with = replaced(kV2, "launch_overhead_us: 2.5", "launch_overhead_us: 2.5\ncompute_slowdown_beside_nccl: 0.12");
+  CHECK(CostModel(h200(), parse_text(with)).compute_slowdown_beside_nccl() == 0.12);
+  CHECK_FALSE(CostModel(h200(), parse_text(kV2)).compute_slowdown_beside_nccl().has_value());
+  CHECK_FALSE(CostModel(h200()).compute_slowdown_beside_nccl().has_value());
+  CHECK(parse_text(replaced(with, "nccl: 0.12", "nccl: 0")).compute_slowdown_beside_nccl == 0);
+  CHECK_THROWS_WITH(parse_text(replaced(with, "nccl: 0.12", "nccl: -0.1")),
+                    Catch::Contains("compute_slowdown_beside_nccl: must be >= 0"));
+  auto t = parse_text(with);
+  t.compute_slowdown_beside_nccl = std::numeric_limits<double>::infinity();
+  CHECK_THROWS_WITH(CostModel(h200(), t), Catch::Contains("compute_slowdown_beside_nccl must be >= 0"));
 }

@@ -58,6 +58,15 @@ TEST_CASE("a tiny calibrate writes a file that loads back with growing curves", 
   CHECK(*t.adamw_fused_issue_us < 100);
   CHECK(*t.adamw_fused_vs_curve > 0.3);
   CHECK(*t.adamw_fused_vs_curve < 5);
+  // Several GPUs: compute beside NCCL measured, a fraction within reason; one GPU: none.
+  if (t.machine.rfind("1 x ", 0) == 0) {
+    CHECK_FALSE(t.compute_slowdown_beside_nccl.has_value());
+  } else {
+    REQUIRE(t.compute_slowdown_beside_nccl.has_value());
+    CHECK(*t.compute_slowdown_beside_nccl >= 0);
+    CHECK(*t.compute_slowdown_beside_nccl < 2);
+    CHECK(o.output.find("compute beside NCCL: 100 GEMMs") != std::string::npos);
+  }
   // Scenario calls (dmuon preset: Gram fp16) and the small grid for both kernel families.
   bool gram = false, standard = false;
   for (const auto& m : t.ns) {

@@ -65,6 +65,9 @@ CostModel::CostModel(DeviceProfile device, std::optional<CalibrationTable> calib
   if (const auto& v = calibration_->adamw_fused_issue_us; v && !(*v >= 0 && std::isfinite(*v))) {
     throw Error("calibration: adamw_fused_issue_us must be >= 0, got " + std::to_string(*v));
   }
+  if (const auto& v = calibration_->compute_slowdown_beside_nccl; v && !(*v >= 0 && std::isfinite(*v))) {
+    throw Error("calibration: compute_slowdown_beside_nccl must be >= 0, got " + std::to_string(*v));
+  }
   const auto& curves = calibration_->collectives;
   for (std::size_t i = 0; i < curves.size(); ++i) {
     const auto& c = curves[i];
@@ -140,6 +143,11 @@ double CostModel::local_collective_step_overhead_s() const {
 
 double CostModel::adamw_fused_issue_s() const {
   return calibration_ && calibration_->adamw_fused_issue_us ? *calibration_->adamw_fused_issue_us * 1e-6 : 0;
+}
+
+std::optional<double> CostModel::compute_slowdown_beside_nccl() const {
+  if (!calibration_) return std::nullopt;
+  return calibration_->compute_slowdown_beside_nccl;
 }
 
 double CostModel::adamw_fused_vs_curve() const {

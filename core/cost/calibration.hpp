@@ -108,6 +108,7 @@ struct ForwardBackwardTable {
 //   commit: 73d22eb   date: "2026-11-23 11:02 UTC"   machine: "2 x NVIDIA H200 (driver ...)"
 //   launch_overhead_us: 2.1   executor_issue_us: 6.8   collective_step_overhead_us: 6.6
 //   local_collective_step_overhead_us: 1.2   adamw_fused_issue_us: 1.1   adamw_fused_vs_curve: 1.04
+//   compute_slowdown_beside_nccl: 0.12
 //   elementwise_curves: {momentum: [[bytes, seconds], ...], muon_update: [...], adamw: [...],
 //                        copy: [...]}
 //   collectives:                  # NCCL, one entry per (kind, ranks, nodes)
@@ -158,6 +159,11 @@ struct CalibrationTable {
   // sizes in one launch against one large tensor).
   std::optional<double> adamw_fused_issue_us;
   std::optional<double> adamw_fused_vs_curve;
+  // Several GPUs: how much longer a GPU's compute takes while an NCCL collective's kernel is
+  // resident beside it (its channels hold SMs and memory bandwidth, also while they wait for a
+  // peer), as a fraction: a bf16 GEMM loop timed alone and under an all-gather loop on the world
+  // communicator (kernels/exec/contention_probe.hpp). 0.12: 12% longer.
+  std::optional<double> compute_slowdown_beside_nccl;
   ElementwiseCurves elementwise_curves;       // key elementwise_curves
   std::vector<CollectiveCurve> collectives;   // key collectives
   std::optional<ForwardBackwardTable> forward_backward;  // key forward_backward
@@ -254,6 +260,8 @@ class CostModel {
   double adamw_fused_issue_s() const;
   // A fused AdamW launch's GPU time over the AdamW curve's (adamw_fused_vs_curve); 1 without one.
   double adamw_fused_vs_curve() const;
+  // compute_slowdown_beside_nccl; nullopt without one (compute then ignores collectives).
+  std::optional<double> compute_slowdown_beside_nccl() const;
 
   // Bytes one fused elementwise pass moves per step over `numel` elements, for a bf16 model
   // with fp32 master weights and fp32 optimizer state (DESIGN.md "Exact semantics").

@@ -251,7 +251,8 @@ void emit_provenance_and_curves(YAML::Emitter& out, const CalibrationTable& t) {
                                    {"collective_step_overhead_us", &t.collective_step_overhead_us},
                                    {"local_collective_step_overhead_us", &t.local_collective_step_overhead_us},
                                    {"adamw_fused_issue_us", &t.adamw_fused_issue_us},
-                                   {"adamw_fused_vs_curve", &t.adamw_fused_vs_curve}}) {
+                                   {"adamw_fused_vs_curve", &t.adamw_fused_vs_curve},
+                                   {"compute_slowdown_beside_nccl", &t.compute_slowdown_beside_nccl}}) {
     if (*value) out << YAML::Key << key << YAML::Value << number_text(**value);
   }
   const auto& c = t.elementwise_curves;
@@ -347,6 +348,7 @@ CalibrationTable parse_calibration(const YamlValue& root) {
   }
   if (auto v = m.find("adamw_fused_issue_us")) t.adamw_fused_issue_us = v->as_nonnegative_double();
   if (auto v = m.find("adamw_fused_vs_curve")) t.adamw_fused_vs_curve = v->as_positive_double();
+  if (auto v = m.find("compute_slowdown_beside_nccl")) t.compute_slowdown_beside_nccl = v->as_nonnegative_double();
   if (auto v = m.find("elementwise_curves")) t.elementwise_curves = parse_elementwise_curves(*v);
   if (auto v = m.find("collectives")) {
     t.collectives = parse_list<CollectiveCurve>(*v, parse_collective);

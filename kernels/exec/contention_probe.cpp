@@ -1,0 +1,134 @@
+#include "kernels/exec/contention_probe.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "core/error.hpp"
+#include "core/median.hpp"
+#include "kernels/comm/check.hpp"
+#include "kernels/comm/world.hpp"
+#include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/device_buffer.hpp"
+#include "kernels/cuda/lt_gemm.hpp"
+#include "kernels/cuda/ns_kernels.hpp"
+#include "kernels/cuda/owned_stream.hpp"
+#include "kernels/exec/nccl_wait.hpp"
+
+namespace dmuon::exec {
+namespace {
+
+constexpr long kN = 4096;                                 // ~0.2 ms a GEMM on an H100/H200
+constexpr int kGemms = 100;                               // ~20 ms a loop
+constexpr std::size_t kAllGatherBytes = std::size_t{64} << 20;  // a large layer's parameters
+constexpr int kRepetitions = 3;
+constexpr int kLeadIn = 2;  // all-gathers completed before the GEMMs start
+
+struct Events {
+  Events() {
+    for (auto& e : e_) DMUON_CUDA_CHECK(cudaEventCreate(&e));
+  }
+  ~Events() {
+    for (auto e : e_) (void)cudaEventDestroy(e);
+  }
+  Events(const Events&) = delete;
+  Events& operator=(const Events&) = delete;
+  cudaEvent_t e_[5] = {};
+};
+
+double elapsed(cudaEvent_t from, cudaEvent_t to) {
+  float ms = 0;
+  DMUON_CUDA_CHECK(cudaEventElapsedTime(&ms, from, to));
+  return ms * 1e-3;
+}
+
+}  // namespace
+
+ContentionProbe measure_compute_beside_nccl(RankHandle& h, double timeout_seconds) {
+  const int world = h.world(), rank = h.rank();
+  if (world < 2) throw Error("compute beside NCCL: needs at least 2 GPUs, this run has " + std::to_string(world));
+  const std::string who = "rank " + std::to_string(rank) + ": compute beside NCCL";
+  const ncclComm_t comm = h.comms().world_comm();
+  cuda::OwnedStream compute, nccl;
+  const std::size_t gemm_bytes = static_cast<std::size_t>(kN) * kN * 2;
+  cuda::DeviceBuffer a(gemm_bytes, "contention probe GEMM A"), b(gemm_bytes, "contention probe GEMM B"),
+      d(gemm_bytes, "contention probe GEMM D");
+  // Random data: zeros run measurably faster on Hopper (METHOD.md).
+  cuda::launch_fill_normal(a.get(), DType::bf16, kN * kN, 21, 1.0f, compute.get());
+  cuda::launch_fill_normal(b.get(), DType::bf16, kN * kN, 22, 1.0f, compute.get());
+  const std::size_t part = kAllGatherBytes / static_cast<std::size_t>(world) / 2 * 2;
+  cuda::DeviceBuffer gathered(part * static_cast<std::size_t>(world), "contention probe all-gather");
+  DMUON_CUDA_CHECK(cudaMemsetAsync(gathered.get(), 0, gathered.bytes(), nccl.get()));
+  cuda::LtGemm gemm;
+  cuda::GemmOp op;
+  op.a = {a.get(), kN, kN, kN, 0};
+  op.b = {b.get(), kN, kN, kN, 0};
+  op.d = {d.get(), kN, kN, kN, 0};
+  op.trans_a = true;
+  const auto gemm_loop = [&] {
+    for (int i = 0; i < kGemms; ++i) gemm.run(op, compute.get());
+  };
+  char* out = static_cast<char*>(gathered.get());
+  const auto all_gather = [&] {
+    DMUON_NCCL_CHECK(ncclAllGather(out + part * static_cast<std::size_t>(rank), out, part / 2, ncclBfloat16, comm, nccl.get()));
+  };
+  Events ev;
+  auto& e = ev.e_;
+  ContentionProbe p;
+  p.gemm_n = kN, p.gemms = kGemms, p.all_gather_bytes = part * static_cast<std::size_t>(world), p.repetitions = kRepetitions;
+
+  // Alone (and warm): the GEMM loop between two events, no NCCL work anywhere.
+  gemm_loop();
+  std::vector<double> alone;
+  for (int r = 0; r < kRepetitions; ++r) {
+    DMUON_CUDA_CHECK(cudaEventRecord(e[0], compute.get()));
+    gemm_loop();
+    DMUON_CUDA_CHECK(cudaEventRecord(e[1], compute.get()));
+    DMUON_CUDA_CHECK(cudaEventSynchronize(e[1]));
+    alone.push_back(elapsed(e[0], e[1]));
+  }
+  p.alone_seconds = median(alone);
+
+  // One all-gather's time alone, to size the loop that must outlast the GEMMs; every rank takes
+  // the largest count so that all issue the same calls.
+  for (int i = 0; i < 3; ++i) all_gather();
+  DMUON_CUDA_CHECK(cudaEventRecord(e[0], nccl.get()));
+  for (int i = 0; i < 10; ++i) all_gather();
+  DMUON_CUDA_CHECK(cudaEventRecord(e[1], nccl.get()));
+  wait_for(e[1], h, comm, timeout_seconds, who + " (all-gather alone)");
+  const double per_call = elapsed(e[0], e[1]) / 10;
+  const double wanted = kLeadIn + 2 + std::ceil(2 * p.alone_seconds / std::max(per_call, 1e-6));
+  double calls = 0;
+  for (double x : h.all_gather({wanted})) calls = std::max(calls, x);
+  p.all_gathers = static_cast<int>(calls);
+
+  std::vector<double> beside;
+  for (int r = 0; r < kRepetitions; ++r) {
+    for (int i = 0; i < kLeadIn; ++i) all_gather();
+    DMUON_CUDA_CHECK(cudaEventRecord(e[2], nccl.get()));
+    for (int i = kLeadIn; i < p.all_gathers; ++i) all_gather();
+    DMUON_CUDA_CHECK(cudaEventRecord(e[3], nccl.get()));
+    DMUON_CUDA_CHECK(cudaStreamWaitEvent(compute.get(), e[2], 0));
+    DMUON_CUDA_CHECK(cudaEventRecord(e[0], compute.get()));
+    gemm_loop();
+    DMUON_CUDA_CHECK(cudaEventRecord(e[1], compute.get()));
+    wait_for(e[3], h, comm, timeout_seconds, who + " (all-gathers beside the GEMMs)");
+    DMUON_CUDA_CHECK(cudaEventSynchronize(e[1]));
+    if (elapsed(e[1], e[3]) < 0) {
+      throw Error(who + ": the " + std::to_string(p.all_gathers) + " all-gathers ended before the GEMM loop (" +
+                  std::to_string(elapsed(e[0], e[1]) * 1e3) + " ms): the loop did not cover it");
+    }
+    beside.push_back(elapsed(e[0], e[1]));
+  }
+  p.beside_seconds = median(beside);
+  double sum = 0;
+  for (double x : h.all_gather({p.beside_seconds / p.alone_seconds - 1})) sum += x;
+  p.slowdown = sum / world;
+  return p;
+}
+
+}  // namespace dmuon::exec

@@ -1,0 +1,37 @@
+// How much longer a GPU's compute takes while an NCCL collective runs beside it, for
+// `dmuon-bench calibrate` on several GPUs (calibration key compute_slowdown_beside_nccl,
+// core/cost/calibration.hpp; the simulator slows a rank's compute by it while a collective of
+// several GPUs is in flight there, sim/runner.cpp).
+//
+// Why: NCCL's kernels hold SMs (one a channel) and memory bandwidth for as long as they are
+// resident, waiting for a peer included. On 2 x H200 zero1-a2a's Newton-Schulz took 11% longer
+// than dedicated's with its all-to-alls beside it, and FSDP2's GEMMs 13% longer than alone
+// (reports/sim-validation.md).
+//
+// Every rank runs a loop of bf16 GEMMs (n x n x n, cuBLASLt, random data) alone, then again
+// while an all-gather loop on the world communicator runs on another stream: the GEMMs start
+// after the first all-gathers have completed and the loop is long enough to outlast them (checked
+// with events: a loop that ended first is an error, not a number). No CUDA or NCCL header.
+#pragma once
+#include <cstddef>
+
+#include "kernels/exec/launch.hpp"
+
+namespace dmuon::exec {
+
+struct ContentionProbe {
+  long gemm_n = 0;                   // the GEMM is n x n x n
+  int gemms = 0;                     // in one timed loop
+  std::size_t all_gather_bytes = 0;  // one all-gather's output (nccl-tests "size")
+  int all_gathers = 0;               // in the loop beside the GEMMs
+  int repetitions = 0;
+  double alone_seconds = 0, beside_seconds = 0;  // this rank's GEMM loop, medians
+  double slowdown = 0;  // the mean over ranks of beside / alone - 1 (the same on every rank)
+};
+
+// Collective over the world (every rank calls it); needs world >= 2. Throws dmuon::Error naming
+// the rank and stage on a CUDA/NCCL failure, a timeout or an all-gather loop that ended before
+// the GEMMs.
+ContentionProbe measure_compute_beside_nccl(RankHandle& h, double timeout_seconds);
+
+}  // namespace dmuon::exec

@@ -1,0 +1,79 @@
+// Compute beside NCCL (calibration key compute_slowdown_beside_nccl): while a collective of
+// several GPUs is in flight on a rank, from the moment its stream reaches it (waiting for a late
+// peer included), that rank's compute runs 1 + slowdown times slower; checked against schedules
+// worked out by hand. Without the key compute ignores collectives.
+#include <algorithm>
+#include <optional>
+#include <vector>
+
+#include "catch_compat.hpp"
+#include "sim/simulator.hpp"
+#include "sim_test_support.hpp"
+
+using namespace dmuon;
+using namespace dmuon::simtest;
+
+namespace {
+
+// Each rank: a compute op of compute_s[r] on the compute stream and one collective of `members`
+// (5 ms measured) on the gather stream; rank r's collective waits for its compute when
+// after_compute[r].
+sim::StepProgram program(const std::vector<double>& compute_s, const std::vector<int>& members,
+                         const std::vector<bool>& after_compute, std::optional<double> slowdown) {
+  sim::StepProgram p;
+  p.ranks.resize(compute_s.size());
+  sim::SimCollective c;
+  c.call.kind = OpKind::all_gather;
+  c.call.members = members;
+  c.call.bytes = 1 << 20;
+  c.calls = 1;
+  c.group = "test";
+  if (members.size() > 1) {
+    c.measured_seconds = 0.005;
+  } else {
+    c.local_seconds = 0.005;
+  }
+  p.collectives.push_back(c);
+  for (std::size_t r = 0; r < compute_s.size(); ++r) {
+    sim::SimOp compute;
+    compute.stream = sim::kComputeStream;
+    compute.category = "newton_schulz";
+    compute.seconds = compute_s[r];
+    p.ranks[r].push_back(compute);
+    if (std::find(members.begin(), members.end(), int(r)) == members.end()) continue;
+    sim::SimOp coll;
+    coll.stream = sim::kGatherStream;
+    coll.category = "all_gather";
+    coll.collective = 0;
+    if (after_compute[r]) coll.deps = {0};
+    p.ranks[r].push_back(coll);
+  }
+  p.compute_slowdown_beside_nccl = slowdown;
+  return p;
+}
+
+double step_seconds(const sim::StepProgram& p, int gpus) { return sim::simulate(p, cluster(1, gpus), {}).step_s; }
+
+}  // namespace
+
+TEST_CASE("compute slows by the measured factor while a collective of several GPUs is in flight", "[sim][contention]") {
+  // Both ranks: 10 ms of compute beside a 5 ms collective from t = 0. Slowdown 0.25: the first
+  // 5 ms do 4 ms of the work, the other 6 ms run alone: 11 ms.
+  CHECK(step_seconds(program({0.010, 0.010}, {0, 1}, {false, false}, 0.25), 2) == Approx(0.011).epsilon(1e-9));
+  // Without the key, or with 0: 10 ms.
+  CHECK(step_seconds(program({0.010, 0.010}, {0, 1}, {false, false}, std::nullopt), 2) == Approx(0.010).epsilon(1e-12));
+  CHECK(step_seconds(program({0.010, 0.010}, {0, 1}, {false, false}, 0.0), 2) == Approx(0.010).epsilon(1e-9));
+  // Compute shorter than the collective: 2 ms of work at 1/1.25 takes 2.5 ms; the step ends
+  // with the collective at 5 ms.
+  const auto short_compute = sim::simulate(program({0.002, 0.002}, {0, 1}, {false, false}, 0.25), cluster(1, 2), {});
+  CHECK(short_compute.step_s == Approx(0.005).epsilon(1e-9));
+}
+
+TEST_CASE("a collective waiting for its peer holds the load; one GPU's collective none", "[sim][contention]") {
+  // Rank 1 reaches the collective after its 3 ms of compute (not slowed: nothing is in flight on
+  // rank 1 before). Rank 0's collective is in flight from 0, waits until 3 ms and moves for 5 ms:
+  // rank 0's 10 ms of compute runs at 0.8 for 8 ms (6.4 ms of work) and 3.6 ms alone: 11.6 ms.
+  CHECK(step_seconds(program({0.010, 0.003}, {0, 1}, {false, true}, 0.25), 2) == Approx(0.0116).epsilon(1e-9));
+  // A one-GPU collective is a local copy, no NCCL kernel beside the compute: 10 ms.
+  CHECK(step_seconds(program({0.010}, {0}, {false}, 0.25), 1) == Approx(0.010).epsilon(1e-9));
+}
