@@ -24,6 +24,10 @@
 // paced by the host (host_paced.hpp): each block costs the host the floor's time at this
 // model's depth over its blocks, the embedding and head nothing of their own; a unit whose GPU
 // waited for the host takes its effective time and says "host floor". Not under "measured total".
+// The pacing sees compute alone: in the simulation a unit's effective time (its GPU idle waiting
+// for the host included) then also waits for its collectives and slows beside NCCL
+// (compute_slowdown_beside_nccl) as a whole; in a host-bound step both effects are small and
+// counted once too many (reports/sim-validation.md: qwen2.5-1.5b FSDP2 +5.7% -> +8.4%).
 // FLOPs (forward, whole micro-batch): 2 per multiply-add of each token with every weight matrix
 // (an expert stack only for min(moe_top_k, experts) experts), a tied head as an untied one,
 // causal attention 2 * s^2 * heads * head_dim per sample; lookups, norms and biases ~0.
