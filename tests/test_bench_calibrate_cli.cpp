@@ -68,7 +68,7 @@ TEST_CASE("--layers-json is read strictly, naming the file and the field", "[cli
   expect_usage_error(valid("--layers-json " + negative), negative + ":1: layers[0].forward_s: must be > 0, got -1");
   const std::string part = write("part.json", ok_head + "\"gemm\": [], \"layers\": [{\"model\": \"m\", "
                                  "\"part\": \"mlp\", \"micro_batch\": 2, \"seq_len\": 2048, \"forward_s\": 1, \"backward_s\": 1}]}");
-  expect_usage_error(valid("--layers-json " + part), part + ":1: layers[0].part: expected block, embedding or head");
+  expect_usage_error(valid("--layers-json " + part), part + ":1: layers[0].part: expected block, embedding, head or whole");
   const std::string unknown = write("unknown.json", ok_head + "\"gemm\": [], \"layers\": [], \"extra\": 1}");
   expect_usage_error(valid("--layers-json " + unknown), unknown + ":1: extra: unknown key 'extra'");
   const std::string no_layers = write("no-layers.json", ok_head + "\"gemm\": []}");

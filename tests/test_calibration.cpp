@@ -104,7 +104,16 @@ TEST_CASE("the calibration reader refuses bad v2 files naming file:line: key", "
         "collectives[1].nodes: a communicator of 2 ranks spans at most that many nodes");
   fails(replaced(kV2, "[[4096, 1.5e-05], [1073741824, 0.012]]", "[]"), "collectives[1].points: needs at least one");
   fails(replaced(kV2, "[1073741824, 0.012]", "[1073741824]"), "collectives[1].points[1]: expected [x, seconds]");
-  fails(replaced(kV2, "part: block", "part: mlp"), "c.yaml:22: forward_backward.layers[0].part: expected block, embedding or head");
+  fails(replaced(kV2, "part: block", "part: mlp"), "c.yaml:22: forward_backward.layers[0].part: expected block, embedding, head or whole");
+  fails(replaced(kV2, "part: block", "part: whole"), "c.yaml:22: forward_backward.layers[0]: missing required key 'layers'");
+  fails(replaced(kV2, "part: block,", "part: block, layers: 36,"), "forward_backward.layers[0].layers: only a whole entry has layers");
+  {
+    const std::string block = "{model: qwen2.5-3b, part: block, micro_batch: 2, seq_len: 2048, forward_s: 0.002, backward_s: 0.004}";
+    fails(replaced(kV2, block, block + ", " + block), "forward_backward.layers[1]: a second entry for qwen2.5-3b block");
+    const std::string whole = "{model: m, part: whole, layers: 2, micro_batch: 2, seq_len: 2048, forward_s: 0.1, backward_s: 0.2}";
+    fails(replaced(kV2, block, block + ", " + whole + ", " + replaced(whole, "model: m", "model: n")),
+          "forward_backward.layers[2]: a second whole entry");
+  }
   fails(replaced(kV2, "  source: \"measure_layers.py (test fixture)\"\n", ""), "forward_backward: missing required key 'source'");
   fails(replaced(kV2, "kv_heads: 2", "kv_heads: 3"), "forward_backward.attention[0].kv_heads: must divide heads (16)");
   fails(replaced(kV2, "launch_overhead_us: 2.5", "launch_overhead_us: 0"), "c.yaml:10: launch_overhead_us: must be > 0");
@@ -147,6 +156,7 @@ TEST_CASE("v1 calibration files still load; save -> load is exact", "[calibratio
   t.compute_slowdown_beside_nccl = 0.1 + 0.2;
   t.collectives[0].curve.points[0].second = 0.1 + 0.2;
   t.forward_backward->layers[0].backward_s = std::nextafter(0.004, 1.0);
+  t.forward_backward->layers.push_back({"qwen2.5-3b", "whole", 2, 2048, 0.1 + 0.2, 0.4, 36});  // with its layers
   t.forward_backward->host_floor[0].per_step_s = -(0.1 + 0.2);
   t.forward_backward->host_floor[1].world = 2;  // emitted only when not 1
   CHECK(parse_text(calibration_to_yaml(t)) == t);

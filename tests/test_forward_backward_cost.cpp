@@ -7,6 +7,7 @@
 
 #include "catch_compat.hpp"
 #include "core/cost/forward_backward_cost.hpp"
+#include "core/cost/layer_timing.hpp"
 #include "core/cost/forward_backward_grid.hpp"
 #include "core/model/model_yaml.hpp"
 
@@ -240,4 +241,34 @@ TEST_CASE("the host's time at a model's depth follows the measured line", "[fb][
   CHECK_THROWS_WITH(host_seconds_at_depth(f, 0), Catch::Contains("at least one layer"));
   f.per_step_s = -1;
   CHECK_THROWS_WITH(host_seconds_at_depth(f, 20), Catch::Contains("per_step_s too negative"));
+}
+
+TEST_CASE("the calibration model's whole run over its parts scales every unit priced from parts", "[fb][whole]") {
+  const ModelSpec m = model("qwen2.5-3b.yaml");
+  TrainingSpec t;
+  t.seq_len = 2048, t.micro_batch = 2;
+  ForwardBackwardTable table;
+  table.layers = {{"qwen2.5-3b", "block", 2, 2048, 0.001, 0.002},
+                  {"qwen2.5-3b", "embedding", 2, 2048, 0.0001, 0.0003},
+                  {"qwen2.5-3b", "head", 2, 2048, 0.002, 0.003}};
+  const auto parts = forward_backward_cost(m, t, 989, &table);
+  const double sum = 36 * 0.003 + 0.0004 + 0.005;
+  REQUIRE(parts.total_s == Approx(sum).epsilon(1e-12));
+  // The whole model ran 7% longer than its parts: the calibration model is priced at its whole
+  // run, each unit 7% up.
+  table.layers.push_back({"qwen2.5-3b", "whole", 2, 2048, 0.4 * sum * 1.07, 0.6 * sum * 1.07, 36});
+  const auto whole = forward_backward_cost(m, t, 989, &table);
+  CHECK(whole.total_s == Approx(sum * 1.07).epsilon(1e-12));
+  CHECK(whole.units[5].backward_s == Approx(0.002 * 1.07).epsilon(1e-12));
+  CHECK_THAT(whole.description, Catch::Contains("parts x 1.07 (qwen2.5-3b's whole run over its parts)"));
+  const auto w = whole_over_parts(table.layers);
+  REQUIRE(w.has_value());
+  CHECK(w->ratio() == Approx(1.07).epsilon(1e-12));
+  // Without one of its parts there is no ratio.
+  table.layers.erase(table.layers.begin() + 1);
+  CHECK_FALSE(whole_over_parts(table.layers).has_value());
+  // A measured total is not priced from parts.
+  t.fwd_bwd_seconds = 0.1;
+  table.layers.push_back({"qwen2.5-3b", "embedding", 2, 2048, 0.0001, 0.0003});
+  CHECK(forward_backward_cost(m, t, 989, &table).total_s == Approx(0.1).epsilon(1e-12));
 }

@@ -78,11 +78,13 @@ struct AttentionTiming {  // causal scaled-dot-product attention (flash), bf16
   double forward_s = 0, backward_s = 0;
   bool operator==(const AttentionTiming&) const = default;
 };
-struct LayerTiming {  // one piece of a real model, on the model's own code
+struct LayerTiming {  // one piece of a real model, on the model's own code (layer_timing.hpp)
   std::string model;  // model name (ModelSpec::name)
-  std::string part;   // "block" (one decoder layer), "embedding", "head" (final norm + LM head + loss)
+  std::string part;   // "block" (one decoder layer), "embedding", "head" (final norm + LM head + loss),
+                      // "whole" (the model end to end)
   long micro_batch = 0, seq_len = 0;
   double forward_s = 0, backward_s = 0;
+  long layers = 0;    // "whole" only: its decoder layers
   bool operator==(const LayerTiming&) const = default;
 };
 struct ForwardBackwardTable {

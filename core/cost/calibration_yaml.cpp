@@ -9,6 +9,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "core/cost/calibration.hpp"
+#include "core/cost/layer_timing.hpp"
 #include "core/error.hpp"
 
 namespace dmuon {
@@ -162,22 +163,6 @@ AttentionTiming parse_attention(const YamlValue& v) {
   return a;
 }
 
-LayerTiming parse_layer(const YamlValue& v) {
-  require_unique_keys(v);
-  YamlMap m(v);
-  LayerTiming l;
-  l.model = nonempty_string(m.get("model"));
-  const YamlValue part = m.get("part");
-  l.part = part.as_string();
-  if (l.part != "block" && l.part != "embedding" && l.part != "head") part.fail("expected block, embedding or head");
-  l.micro_batch = m.get("micro_batch").as_positive_int();
-  l.seq_len = m.get("seq_len").as_positive_int();
-  l.forward_s = m.get("forward_s").as_positive_double();
-  l.backward_s = m.get("backward_s").as_positive_double();
-  m.finish();
-  return l;
-}
-
 template <typename T, typename Parse>
 std::vector<T> parse_list(const YamlValue& v, Parse parse) {
   std::vector<T> out;
@@ -204,12 +189,7 @@ ForwardBackwardTable parse_forward_backward_section(const YamlValue& v) {
              std::tie(b.samples, b.seq_len, b.heads, b.kv_heads, b.head_dim);
     });
   }
-  if (auto x = m.find("layers")) {
-    t.layers = parse_list<LayerTiming>(*x, parse_layer);
-    require_distinct(x->items(), t.layers, [](const auto& a, const auto& b) {
-      return std::tie(a.model, a.part, a.micro_batch, a.seq_len) == std::tie(b.model, b.part, b.micro_batch, b.seq_len);
-    });
-  }
+  if (auto x = m.find("layers")) t.layers = parse_layer_timings(*x);
   if (auto x = m.find("host_floor")) t.host_floor = parse_host_floors(*x);
   m.finish();
   return t;
@@ -300,17 +280,7 @@ void emit_forward_backward(YAML::Emitter& out, const ForwardBackwardTable& t) {
     }
     out << YAML::EndSeq;
   }
-  if (!t.layers.empty()) {
-    out << YAML::Key << "layers" << YAML::Value << YAML::BeginSeq;
-    for (const auto& l : t.layers) {
-      out << YAML::Flow << YAML::BeginMap << YAML::Key << "model" << YAML::Value << YAML::DoubleQuoted << l.model;
-      out << YAML::Key << "part" << YAML::Value << l.part << YAML::Key << "micro_batch" << YAML::Value << l.micro_batch;
-      out << YAML::Key << "seq_len" << YAML::Value << l.seq_len << YAML::Key << "forward_s" << YAML::Value
-          << number_text(l.forward_s) << YAML::Key << "backward_s" << YAML::Value << number_text(l.backward_s);
-      out << YAML::EndMap;
-    }
-    out << YAML::EndSeq;
-  }
+  emit_layer_timings(out, t.layers);
   emit_host_floors(out, t.host_floor);
   out << YAML::EndMap;
 }

@@ -8,6 +8,7 @@
 
 #include "core/cost/forward_backward_grid.hpp"
 #include "core/cost/host_paced.hpp"
+#include "core/cost/layer_timing.hpp"
 
 namespace dmuon {
 namespace {
@@ -285,6 +286,12 @@ ForwardBackwardCost forward_backward_cost(const ModelSpec& model, const Training
     }
     all_flop_priced = all_flop_priced && (unit.source == "datasheet" || unit.source == "measured total");
   }
+  // The calibration model's whole run over its parts scales every unit priced from parts.
+  const std::optional<WholeOverParts> whole = table && !training.fwd_bwd_seconds ? whole_over_parts(table->layers) : std::nullopt;
+  for (ComputeUnit& unit : c.units) {
+    if (!whole || (unit.source != "measured" && unit.source != "interpolated")) continue;
+    unit.forward_s *= whole->ratio(), unit.backward_s *= whole->ratio();
+  }
   const int paced = floor ? pace_by_host(c.units, *floor, blocks) : 0;
   for (const ComputeUnit& unit : c.units) {
     by_source[std::string(unit.source)] += unit.forward_s + unit.backward_s;
@@ -299,6 +306,10 @@ ForwardBackwardCost forward_backward_cost(const ModelSpec& model, const Training
     c.description = datasheet;
   } else {
     c.description = describe(c, datasheet);
+  }
+  if (whole) {
+    std::snprintf(buf, sizeof buf, "; parts x %.4g (%s's whole run over its parts)", whole->ratio(), whole->model.c_str());
+    c.description += buf;
   }
   if (floor) {
     std::snprintf(buf, sizeof buf, "; host floor %.3g ms a layer at %d layers (%s, measured on %s, %ld GPU%s) paces %d of %zu units",

@@ -19,6 +19,8 @@
 //    needs a GEMM grid, elementwise_GBps and, for a unit with attention, an attention grid;
 //  - "datasheet": forward FLOPs at training.mfu of peak_tflops, backward twice the forward (an
 //    assumption: the number of FLOPs is exact, the rate is not).
+// A unit priced "measured" or "interpolated" is then scaled by the calibration model's whole run
+// over its parts where forward_backward.layers has a whole entry (layer_timing.hpp).
 // Then, where the calibration has a host floor (host_floor.hpp; FSDP2's where
 // training.fsdp2_copies says the step runs under FSDP2, else eager PyTorch's), the units are
 // paced by the host (host_paced.hpp): each block costs the host the floor's time at this

@@ -22,7 +22,9 @@ ForwardBackwardTable; the simulator prices a layer from it, core/cost/forward_ba
 - layers: the model's own transformers code (dmuon_model.py maps the YAML): one decoder layer
   ("block", rotary embeddings computed once outside as the model does), the token embedding
   ("embedding") and final RMSNorm + LM head + HF's causal-LM loss ("head"), at micro_batch x
-  seq_len. Never the whole model.
+  seq_len; and the whole model end to end ("whole", with its decoder layers; --skip-whole leaves it
+  out), the reference its parts are scaled to (core/cost/layer_timing.hpp; timed plainly, see
+  measure_whole).
 Every time is the median of --reps calls after warm-up, from CUDA events, issued while the GPU
 waits behind a spin kernel so that the events time GPU work and no host issue time (the host's side
 is the host floor, measure_host_floor.py); inputs are random
@@ -279,6 +281,51 @@ def measure_model_layers(torch, device, spec, reps):
     return rows, family
 
 
+def measure_whole(torch, device, spec, family, reps):
+    """The whole model end to end (transformers' causal LM at the scenario's shape, forward with its
+    loss and backward), timed plainly with CUDA events: its eager forward synchronizes with the GPU
+    once, so it cannot be issued behind a spin (host_floor_study.py). The events see GPU time only
+    where the GPU is slower than the host: the row is written only when the host issued the whole
+    step in under 80% of the GPU's time, and its part sums are compared with it
+    (core/cost/layer_timing.hpp). Returns the row or None."""
+    from transformers import AutoModelForCausalLM
+    kwargs = dmuon_model.map_model(spec["model"], spec["model_file"], spec["moe_top_k"])[1]
+    config = dmuon_model.build_config(family, kwargs, spec["seq_len"])
+    with torch.device(device):
+        model = AutoModelForCausalLM.from_config(config)
+    model = model.to(torch.bfloat16).train()
+    b, s = spec["micro_batch"], spec["seq_len"]
+    ids = [torch.randint(0, config.vocab_size, (b, s), device=device) for _ in range(3)]
+    fwd, bwd, host = [], [], []
+    for it in range(2 + reps):
+        torch.cuda.synchronize()
+        ev = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
+        t0 = time.perf_counter()
+        ev[0].record()
+        loss = model(input_ids=ids[it % 3], labels=ids[it % 3], use_cache=False).loss
+        ev[1].record()
+        loss.backward()
+        ev[2].record()
+        t1 = time.perf_counter()
+        torch.cuda.synchronize()
+        model.zero_grad(set_to_none=True)
+        if it >= 2:
+            fwd.append(ev[0].elapsed_time(ev[1]) / 1e3)
+            bwd.append(ev[1].elapsed_time(ev[2]) / 1e3)
+            host.append(t1 - t0)
+    f, g, h = statistics.median(fwd), statistics.median(bwd), statistics.median(host)
+    layers = config.num_hidden_layers
+    del model
+    torch.cuda.empty_cache()
+    log(f"{spec['name']} whole ({layers} layers): forward {f * 1e3:.2f} ms backward {g * 1e3:.2f} ms, "
+        f"host issue {h * 1e3:.2f} ms")
+    if not h < 0.8 * (f + g):
+        log("whole: the host issued it in over 80% of the GPU's time, so the events hold host time: left out")
+        return None
+    return {"model": spec["name"], "part": "whole", "layers": layers, "micro_batch": b, "seq_len": s,
+            "forward_s": f, "backward_s": g}
+
+
 def measure_head(torch, device, config, RMSNorm, x, labels, reps):
     """Final norm + LM head + HF's causal-LM loss (fp32 logits, shifted labels), forward and backward."""
     try:
@@ -309,6 +356,7 @@ def parse_args():
     p.add_argument("--device", default="cuda")
     p.add_argument("--reps", type=int, default=7, help="timed calls per measurement (median)")
     p.add_argument("--skip-grid", action="store_true", help="only the model's layers and elementwise rate")
+    p.add_argument("--skip-whole", action="store_true", help="not the whole model end to end (its part sums' reference)")
     p.add_argument("--host-floor", action="store_true",
                    help="also the host's floor per decoder layer, eager and FSDP2 (measure_host_floor.py)")
     a = p.parse_args()
@@ -346,6 +394,10 @@ def main():
         result["attention"], gqa = measure_attention(torch, device, a.reps)
     result["elementwise_GBps"] = measure_elementwise(torch, device, a.reps)
     result["layers"], family = measure_model_layers(torch, device, spec, a.reps)
+    if not a.skip_whole:
+        whole = measure_whole(torch, device, spec, family, a.reps)
+        if whole:
+            result["layers"].append(whole)
     if a.host_floor:
         import measure_host_floor  # harness/tools/, beside this script
         try:
