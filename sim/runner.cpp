@@ -49,8 +49,12 @@ void Runner::start(const std::vector<sg4::Host*>& hosts) {
                          [this, r, s, ops = std::move(by_stream[s])] { stream_actor(static_cast<int>(r), s, ops); });
     }
   }
-  if (prog_.compute_slowdown_beside_nccl) {
-    for (RankSync& rs : ranks_) rs.nccl_mutex = sg4::Mutex::create(), rs.nccl_changed = sg4::ConditionVariable::create();
+  if (contended()) {
+    for (std::size_t r = 0; r < ranks_.size(); ++r) {
+      RankSync& rs = ranks_[r];
+      rs.slowed.assign(prog_.ranks[r].size(), 0);
+      rs.nccl_mutex = sg4::Mutex::create(), rs.nccl_changed = sg4::ConditionVariable::create();
+    }
   }
   colls_.resize(prog_.collectives.size());
   barrier_.mutex = sg4::Mutex::create();
@@ -159,7 +163,7 @@ void Runner::op_done(int rank, int stream, std::size_t op) {
 void Runner::stream_actor(int rank, int stream, const std::vector<int>& ops) {
   RankSync& rs = ranks_[static_cast<std::size_t>(rank)];
   const bool host = prog_.issue_s_per_launch.has_value();
-  const bool contended = prog_.compute_slowdown_beside_nccl.has_value();
+  const bool slowed = contended();
   for (int i : ops) {
     const SimOp& op = prog_.ranks[static_cast<std::size_t>(rank)][static_cast<std::size_t>(i)];
     if (reference_) {
@@ -172,13 +176,13 @@ void Runner::stream_actor(int rank, int stream, const std::vector<int>& ops) {
     if (host) rs.host_wait[k] = sleep_until(origin_s + op.issued_s);
     rs.start[k] = sg4::Engine::get_clock();
     if (op.collective >= 0) {
-      const bool nccl = contended && prog_.collectives[static_cast<std::size_t>(op.collective)].call.members.size() > 1;
+      const bool nccl = slowed && prog_.collectives[static_cast<std::size_t>(op.collective)].call.members.size() > 1;
       if (nccl) nccl_enters(rank);
       arrive(op.collective);
       if (nccl) nccl_leaves(rank);
       rs.start[k] = std::max(rs.start[k], colls_[static_cast<std::size_t>(op.collective)].start);
-    } else if (op.seconds > 0 && contended) {
-      run_contended(rank, op.seconds);
+    } else if (op.seconds > 0 && slowed) {
+      rs.slowed[k] = run_contended(rank, op.seconds) - op.seconds;
     } else if (op.seconds > 0) {
       sg4::this_actor::sleep_for(op.seconds);
     }
@@ -201,9 +205,10 @@ void Runner::nccl_leaves(int rank) {
 
 // The op's work in seconds alone, done at the rate of the moment: a wait for the rest at that
 // rate, cut short when a collective enters or leaves flight, then again at the new rate.
-void Runner::run_contended(int rank, double seconds) {
+double Runner::run_contended(int rank, double seconds) {
   RankSync& rs = ranks_[static_cast<std::size_t>(rank)];
   const double slowdown = *prog_.compute_slowdown_beside_nccl;
+  const double began = sg4::Engine::get_clock();
   std::unique_lock<sg4::Mutex> lock(*rs.nccl_mutex);
   double work = seconds;
   while (work > 0) {
@@ -213,6 +218,7 @@ void Runner::run_contended(int rank, double seconds) {
     if (timed_out) break;
     work -= (sg4::Engine::get_clock() - from) * rate;
   }
+  return sg4::Engine::get_clock() - began;
 }
 
 void Runner::check_finished() const {
@@ -251,9 +257,12 @@ SimOutcome Runner::outcome() const {
         by_source[op.source] += cs.end - cs.start;
         continue;
       }
+      // Compute beside NCCL: the extra seconds are the calibration's measured slowdown.
+      const double slowed = ranks_[r].slowed.empty() ? 0.0 : ranks_[r].slowed[i];
       by_source[op.source] += op.seconds;
-      busy += op.seconds;
-      if (op.phase == Phase::optimizer) opt += op.seconds;
+      if (slowed > 0) by_source["measured"] += slowed;
+      busy += op.seconds + slowed;
+      if (op.phase == Phase::optimizer) opt += op.seconds + slowed;
     }
     o.optimizer_compute_s.push_back(opt);
     if (end > latest) latest = end, o.critical_compute_busy_s = busy, o.critical_seconds_by_source = std::move(by_source);

@@ -34,6 +34,7 @@ struct RankSync {
   // in flight on this rank; the compute actor waits on `nccl_changed` (with `nccl_mutex`) for
   // the rest of its op at the current rate, woken when the count goes from or to zero.
   int nccl_in_flight = 0;
+  std::vector<double> slowed;  // per op: seconds its compute took beyond op.seconds (sized when contended)
   sg4::MutexPtr nccl_mutex;
   sg4::ConditionVariablePtr nccl_changed;
 };
@@ -69,10 +70,13 @@ class Runner {
   void wait_all_deps(int rank, int stream, const std::vector<int>& deps);  // reference_runner
   void op_done(int rank, int stream, std::size_t op);
   // Compute beside NCCL: a collective of several GPUs enters or leaves flight on `rank`; a
-  // compute op of `seconds` alone runs at 1 / (1 + slowdown) while any is in flight.
+  // compute op of `seconds` alone runs at 1 / (1 + slowdown) while any is in flight; returns the
+  // seconds it took.
   void nccl_enters(int rank);
   void nccl_leaves(int rank);
-  void run_contended(int rank, double seconds);
+  double run_contended(int rank, double seconds);
+  // Compute beside NCCL is on: a slowdown above 0 (0 or none: compute ignores collectives).
+  bool contended() const { return prog_.compute_slowdown_beside_nccl.value_or(0) > 0; }
   // Host issue model (StepProgram::issue_s_per_launch): the origin of an op's issue clock (1:
   // once every clock-0 op of every rank is done, as the benchmark's barrier between its runs).
   double clock_origin(int issue_clock);

@@ -119,8 +119,9 @@ struct StepProgram {
   std::optional<double> issue_s_per_launch;
   // Compute beside NCCL (the calibration's compute_slowdown_beside_nccl): while a collective of
   // several GPUs is in flight on a rank (from the moment its stream reaches it, peers' wait
-  // included: NCCL's kernel is resident from its launch), that rank's compute runs
-  // 1 + this times slower. Unset: compute ignores collectives.
+  // included: NCCL's kernel is resident from its launch; the probe measured it with data moving,
+  // so the same slowdown while a kernel waits is assumed), that rank's compute runs 1 + this
+  // times slower. Unset or 0: compute ignores collectives.
   std::optional<double> compute_slowdown_beside_nccl;
 };
 

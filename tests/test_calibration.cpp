@@ -106,6 +106,10 @@ TEST_CASE("the calibration reader refuses bad v2 files naming file:line: key", "
   fails(replaced(kV2, "[1073741824, 0.012]", "[1073741824]"), "collectives[1].points[1]: expected [x, seconds]");
   fails(replaced(kV2, "part: block", "part: mlp"), "c.yaml:22: forward_backward.layers[0].part: expected block, embedding, head or whole");
   fails(replaced(kV2, "part: block", "part: whole"), "c.yaml:22: forward_backward.layers[0]: missing required key 'layers'");
+  fails(replaced(kV2, "part: block,", "part: whole, layers: 36,"),
+        "forward_backward.layers[0]: a whole entry needs the block of qwen2.5-3b at its micro_batch and seq_len");
+  fails(replaced(kV2, "per_layer_s: 0.0035, per_step_s: 0.005", "per_layer_s: 0.0035, per_step_s: -0.01"),
+        "forward_backward.host_floor[0].per_step_s: too negative: the line prices 2 layers at or below zero");
   fails(replaced(kV2, "part: block,", "part: block, layers: 36,"), "forward_backward.layers[0].layers: only a whole entry has layers");
   {
     const std::string block = "{model: qwen2.5-3b, part: block, micro_batch: 2, seq_len: 2048, forward_s: 0.002, backward_s: 0.004}";
@@ -156,8 +160,10 @@ TEST_CASE("v1 calibration files still load; save -> load is exact", "[calibratio
   t.compute_slowdown_beside_nccl = 0.1 + 0.2;
   t.collectives[0].curve.points[0].second = 0.1 + 0.2;
   t.forward_backward->layers[0].backward_s = std::nextafter(0.004, 1.0);
+  t.forward_backward->layers.push_back({"qwen2.5-3b", "embedding", 2, 2048, 1e-4, 3e-4});
+  t.forward_backward->layers.push_back({"qwen2.5-3b", "head", 2, 2048, 2e-3, 3e-3});
   t.forward_backward->layers.push_back({"qwen2.5-3b", "whole", 2, 2048, 0.1 + 0.2, 0.4, 36});  // with its layers
-  t.forward_backward->host_floor[0].per_step_s = -(0.1 + 0.2);
+  t.forward_backward->host_floor[0].per_step_s = -(0.1 + 0.2) / 1000;  // the line stays above 0 at its depths
   t.forward_backward->host_floor[1].world = 2;  // emitted only when not 1
   CHECK(parse_text(calibration_to_yaml(t)) == t);
 }

@@ -4,7 +4,9 @@
   kernel (their Muon optimizer rows are set aside, not compared);
 - harness/tools/host_floor_fit.py (measure_host_floor.py's arithmetic) floor_depths and
   least_squares: the depths the host floor is timed at for a model, and the slope fitted over its
-  runs.
+  runs;
+- harness/tools/measure_whole.py measure_if_gpu_bound: when the whole model's plain timing is
+  written (a GPU-bound run by the host floor) and that a failure leaves it out.
 
     /usr/bin/python3 tests/test_floor_tools.py     # CTest: floor_tools
 """
@@ -18,6 +20,7 @@ sys.path.insert(0, os.path.join(ROOT, "harness", "tools"))
 import leave_one_out  # noqa: E402
 
 import host_floor_fit  # noqa: E402
+import measure_whole  # noqa: E402
 
 
 class ForcedNsImpl(unittest.TestCase):
@@ -50,6 +53,49 @@ class HostFloorFit(unittest.TestCase):
         slope, _ = ls([(2, 0.005), (6, 0.013), (12, 0.025), (12, 0.0275), (6, 0.013), (2, 0.005)])
         self.assertGreater(slope, 0.002)
         self.assertLess(slope, (0.0275 - 0.005) / 10)
+
+
+class WholeModelGate(unittest.TestCase):
+    class FakeCuda:
+        def empty_cache(self):
+            pass
+
+    class FakeTorch:
+        cuda = None
+
+    def setUp(self):
+        self.torch = self.FakeTorch()
+        self.torch.cuda = self.FakeCuda()
+        self.logged = []
+        self.calls = []
+        self.saved = measure_whole.measure
+
+    def tearDown(self):
+        measure_whole.measure = self.saved
+
+    def result(self, block_s, floor_s):
+        out = {"layers": [{"part": "block", "forward_s": block_s / 3, "backward_s": 2 * block_s / 3}]}
+        if floor_s is not None:
+            out["host_floor"] = [{"mode": "fsdp2", "per_layer_s": 1.0}, {"mode": "eager", "per_layer_s": floor_s}]
+        return out
+
+    def gate(self, result, measured=lambda *a: {"part": "whole"}):
+        measure_whole.measure = lambda *a: (self.calls.append(a), measured(*a))[1]
+        return measure_whole.measure_if_gpu_bound(self.torch, "cuda", {}, "qwen2", result, 3, self.logged.append)
+
+    def test_written_only_when_gpu_bound(self):
+        self.assertEqual(self.gate(self.result(0.0045, 0.0024)), {"part": "whole"})  # 4.5 ms >= 1.25 x 2.4
+        self.assertIsNone(self.gate(self.result(0.0029, 0.0024)))  # 2.9 < 3.0: may hold host time
+        self.assertIn("under 1.25 x", self.logged[-1])
+        self.assertIsNone(self.gate(self.result(0.0045, None)))  # no floor measured: cannot tell
+        self.assertIn("--host-floor", self.logged[-1])
+        self.assertEqual(len(self.calls), 1)  # the model is built and run only when it will be kept
+
+    def test_a_failure_leaves_it_out(self):
+        def boom(*a):
+            raise RuntimeError("CUDA out of memory")
+        self.assertIsNone(self.gate(self.result(0.0045, 0.0024), boom))
+        self.assertIn("whole FAILED (RuntimeError: CUDA out of memory)", self.logged[-1])
 
 
 if __name__ == "__main__":

@@ -267,8 +267,14 @@ TEST_CASE("the calibration model's whole run over its parts scales every unit pr
   // Without one of its parts there is no ratio.
   table.layers.erase(table.layers.begin() + 1);
   CHECK_FALSE(whole_over_parts(table.layers).has_value());
-  // A measured total is not priced from parts.
-  t.fwd_bwd_seconds = 0.1;
+  // Units priced from the datasheet are not from parts: an attention-less table leaves blocks to
+  // it (no measured block at this shape, no grid), and they keep their FLOP price.
   table.layers.push_back({"qwen2.5-3b", "embedding", 2, 2048, 0.0001, 0.0003});
-  CHECK(forward_backward_cost(m, t, 989, &table).total_s == Approx(0.1).epsilon(1e-12));
+  t.seq_len = 1024;
+  const auto other = forward_backward_cost(m, t, 989, &table);
+  ForwardBackwardTable bare;
+  const auto datasheet = forward_backward_cost(m, t, 989, &bare);
+  CHECK(other.units[5].source == "datasheet");
+  CHECK(other.units[5].forward_s == datasheet.units[5].forward_s);
+  CHECK(other.description.find("parts x") == std::string::npos);
 }

@@ -46,8 +46,9 @@ TEST_CASE("a host-bound run takes the host's time; a GPU-heavy unit is absorbed 
   CHECK(total(host_paced({{1, 2}, {1, 2}, {1, 2}, {3, 0}, {1, 2}, {1, 2}})) == 11);
 }
 
-TEST_CASE("a unit whose GPU starts late because the host has not reached it waits", "[host_paced]") {
-  // Host 5 on the first unit (GPU 1): the second (GPU 1, host 0) is issued at 5 and ends at 6.
+TEST_CASE("a unit after a host-bound one starts when it ends, issued by then", "[host_paced]") {
+  // Host 5 on the first unit (GPU 1): the second (GPU 1, host 0) is issued at 5, when the first
+  // ends, and ends at 6 without waiting.
   const auto t = host_paced({{1, 5}, {1, 0}});
   CHECK(t[0].seconds == 5);
   CHECK(t[1].seconds == 1);

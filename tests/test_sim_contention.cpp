@@ -67,6 +67,33 @@ TEST_CASE("compute slows by the measured factor while a collective of several GP
   // with the collective at 5 ms.
   const auto short_compute = sim::simulate(program({0.002, 0.002}, {0, 1}, {false, false}, 0.25), cluster(1, 2), {});
   CHECK(short_compute.step_s == Approx(0.005).epsilon(1e-9));
+  // The compute's busy time is what it took, slowdown included (else exposed communication would
+  // hold it), the extra second of it counted as measured.
+  const auto o = sim::simulate(program({0.010, 0.010}, {0, 1}, {false, false}, 0.25), cluster(1, 2), {});
+  CHECK(o.critical_compute_busy_s == Approx(0.011).epsilon(1e-9));
+  CHECK(o.critical_seconds_by_source.at("measured") == Approx(0.001).epsilon(1e-9));
+}
+
+TEST_CASE("a collective that enters flight in the middle of a compute op slows only the rest of it", "[sim][contention]") {
+  // Rank 0: 10 ms of compute; a one-GPU copy of 3 ms on the reduce stream, then the two-GPU
+  // collective (5 ms) after it, in flight 3-8 ms. The compute: 3 ms of work alone, 4 in the
+  // 5 ms beside the collective (slowdown 0.25), the last 3 alone: it ends at 11 ms.
+  sim::StepProgram p = program({0.010, 0.0}, {0, 1}, {false, false}, 0.25);
+  sim::SimCollective local;
+  local.call.kind = OpKind::all_gather;
+  local.call.members = {0};
+  local.call.bytes = 1024;
+  local.calls = 1;
+  local.local_seconds = 0.003;
+  local.group = "local";
+  p.collectives.push_back(local);
+  sim::SimOp copy;
+  copy.stream = sim::kReduceStream;
+  copy.category = "all_gather";
+  copy.collective = 1;
+  p.ranks[0].push_back(copy);  // op 2 of rank 0
+  p.ranks[0][1].deps = {2};     // the two-GPU collective waits for the copy
+  CHECK(step_seconds(p, 2) == Approx(0.011).epsilon(1e-9));
 }
 
 TEST_CASE("a collective waiting for its peer holds the load; one GPU's collective none", "[sim][contention]") {

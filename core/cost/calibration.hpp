@@ -162,9 +162,9 @@ struct CalibrationTable {
   std::optional<double> adamw_fused_issue_us;
   std::optional<double> adamw_fused_vs_curve;
   // Several GPUs: how much longer a GPU's compute takes while an NCCL collective's kernel is
-  // resident beside it (its channels hold SMs and memory bandwidth, also while they wait for a
-  // peer), as a fraction: a bf16 GEMM loop timed alone and under an all-gather loop on the world
-  // communicator (kernels/exec/contention_probe.hpp). 0.12: 12% longer.
+  // resident beside it (its channels hold SMs and memory bandwidth), as a fraction: a bf16 GEMM
+  // loop timed alone and under an all-gather loop on the world communicator, data moving
+  // throughout (kernels/exec/contention_probe.hpp). 0.12: 12% longer.
   std::optional<double> compute_slowdown_beside_nccl;
   ElementwiseCurves elementwise_curves;       // key elementwise_curves
   std::vector<CollectiveCurve> collectives;   // key collectives

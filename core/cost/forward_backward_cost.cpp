@@ -288,9 +288,11 @@ ForwardBackwardCost forward_backward_cost(const ModelSpec& model, const Training
   }
   // The calibration model's whole run over its parts scales every unit priced from parts.
   const std::optional<WholeOverParts> whole = table && !training.fwd_bwd_seconds ? whole_over_parts(table->layers) : std::nullopt;
+  int scaled = 0;
   for (ComputeUnit& unit : c.units) {
     if (!whole || (unit.source != "measured" && unit.source != "interpolated")) continue;
     unit.forward_s *= whole->ratio(), unit.backward_s *= whole->ratio();
+    ++scaled;
   }
   const int paced = floor ? pace_by_host(c.units, *floor, blocks) : 0;
   for (const ComputeUnit& unit : c.units) {
@@ -307,7 +309,7 @@ ForwardBackwardCost forward_backward_cost(const ModelSpec& model, const Training
   } else {
     c.description = describe(c, datasheet);
   }
-  if (whole) {
+  if (scaled > 0) {
     std::snprintf(buf, sizeof buf, "; parts x %.4g (%s's whole run over its parts)", whole->ratio(), whole->model.c_str());
     c.description += buf;
   }

@@ -44,7 +44,13 @@ HostFloor parse_one(const YamlValue& v) {
     if (!(t > 0)) times.fail("times must be > 0");
   }
   f.per_layer_s = m.get("per_layer_s").as_positive_double();
-  f.per_step_s = m.get("per_step_s").as_double();
+  const YamlValue per_step = m.get("per_step_s");
+  f.per_step_s = per_step.as_double();
+  // The simulator prices the line from the shallowest depth up (host_seconds_at_depth).
+  const long shallowest = f.layers.empty() ? 1 : *std::min_element(f.layers.begin(), f.layers.end());
+  if (!(f.per_step_s + f.per_layer_s * double(shallowest) > 0)) {
+    per_step.fail("too negative: the line prices " + std::to_string(shallowest) + " layers at or below zero");
+  }
   m.finish();
   return f;
 }

@@ -55,7 +55,7 @@ void emit_host_floors(YAML::Emitter& out, const std::vector<HostFloor>& floors);
 // The host's forward + backward time of a step of `layers` decoder layers: the measured line,
 // per_step_s + per_layer_s x layers, from the shallowest depth measured on up (a fixed cost and a
 // cost per layer; beyond the deepest depth the line is extended); below the shallowest depth
-// that depth's time scaled by layers / depth, because a negative intercept (FSDP2's per-layer
+// the line's value there scaled by layers / depth, because a negative intercept (FSDP2's per-layer
 // cost grows with depth: 5.7 ms a layer at 18 layers, 6.2 at 36 on 2 x H200) would otherwise
 // price a shallow model's host at or below zero. Throws dmuon::Error for layers < 1.
 double host_seconds_at_depth(const HostFloor& floor, long layers);

@@ -17,14 +17,13 @@ std::vector<PacedTime> host_paced(const std::vector<PacedUnit>& units) {
     if (!(u.gpu_s >= 0) || !(u.host_s >= 0) || !std::isfinite(u.gpu_s) || !std::isfinite(u.host_s)) {
       throw Error("host_paced: unit " + std::to_string(k) + ": times must be finite and >= 0");
     }
-    const double gpu_end = std::max(done, issued) + u.gpu_s;
+    const double gpu_end = done + u.gpu_s;  // done >= issued: the unit before ended after its issue
     const double host_end = issued + u.host_s;
     PacedTime t;
-    if (issued > done || host_end > gpu_end) {
-      const double end = std::max(gpu_end, host_end);
-      t.seconds = end - done, t.waited = t.seconds > u.gpu_s;
+    if (host_end > gpu_end) {
+      t.seconds = host_end - done, t.waited = t.seconds > u.gpu_s;
       if (!t.waited) t.seconds = u.gpu_s;
-      done = end;
+      done = host_end;
     } else {
       t.seconds = u.gpu_s;  // the GPU was the bottleneck: its own time, bit for bit
       done = gpu_end;

@@ -4,10 +4,11 @@
 // waiting for the GPU: a kernel runs once the host has issued it and the kernels before it on
 // the stream are done. Over a step's units in the order they run (forward in order, backward in
 // reverse), with GPU time g_k and host time h_k each:
-//   I_k = h_0 + ... + h_{k-1}                        the host starts issuing unit k
-//   C_k = max(max(C_{k-1}, I_k) + g_k, I_k + h_k)    unit k's GPU work ends
-// (a unit's GPU work starts no earlier than the host starts issuing it and ends no earlier than
-// the host has issued its last kernel). A unit's effective time is C_k - C_{k-1} >= g_k.
+//   I_k = h_0 + ... + h_{k-1}                  the host starts issuing unit k
+//   C_k = max(C_{k-1} + g_k, I_k + h_k)        unit k's GPU work ends
+// (its GPU work follows the unit before it and ends no earlier than the host has issued its last
+// kernel; C_{k-1} >= I_k always, so a unit never waits for the host to start it). A unit's
+// effective time is C_k - C_{k-1} >= g_k.
 //
 // Why not max(g_k, h_k) per unit: where the host leads, a GPU-heavy unit that costs the host
 // little (the output head: a few kernels, milliseconds of GEMMs) is absorbed by the host's lead

@@ -56,6 +56,14 @@ std::vector<LayerTiming> parse_layer_timings(const YamlValue& list) {
     }
     out.push_back(std::move(l));
   }
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (out[i].part != "whole") continue;
+    for (const char* part : {"block", "embedding", "head"}) {
+      if (!find(out, out[i], part)) {
+        items[i].fail("a whole entry needs the " + std::string(part) + " of " + out[i].model + " at its micro_batch and seq_len");
+      }
+    }
+  }
   return out;
 }
 

@@ -6,7 +6,8 @@
 // part: block (one decoder layer), embedding, head (final norm + LM head + loss), whole (the model
 // end to end: `layers` decoder layers, the embedding and the head; `layers` only with it). Reading
 // is strict (file:line: key): another part, `layers` missing on whole or present elsewhere, two
-// entries of one (model, part, micro_batch, seq_len), or two whole entries.
+// entries of one (model, part, micro_batch, seq_len), two whole entries, or a whole entry without
+// the block, embedding and head of its model and shape.
 //
 // Why the whole: on an H200 the calibration model's parts, timed alone behind a spin kernel, summed
 // 5-7% under the same model run end to end (reports/sim-validation.md, the 1 x H200 compute rows; on
@@ -39,7 +40,7 @@ struct WholeOverParts {
 };
 
 // The whole entry over layers x block + embedding + head of the same model and shape; nullopt
-// without a whole entry or when one of its parts is missing.
+// without a whole entry or (in a table built in code) when one of its parts is missing.
 std::optional<WholeOverParts> whole_over_parts(const std::vector<LayerTiming>& layers);
 
 }  // namespace dmuon

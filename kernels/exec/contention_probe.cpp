@@ -76,58 +76,69 @@ ContentionProbe measure_compute_beside_nccl(RankHandle& h, double timeout_second
   const auto all_gather = [&] {
     DMUON_NCCL_CHECK(ncclAllGather(out + part * static_cast<std::size_t>(rank), out, part / 2, ncclBfloat16, comm, nccl.get()));
   };
-  Events ev;
-  auto& e = ev.e_;
   ContentionProbe p;
-  p.gemm_n = kN, p.gemms = kGemms, p.all_gather_bytes = part * static_cast<std::size_t>(world), p.repetitions = kRepetitions;
+  try {
+    Events ev;
+    auto& e = ev.e_;
+    p.gemm_n = kN, p.gemms = kGemms, p.all_gather_bytes = part * static_cast<std::size_t>(world), p.repetitions = kRepetitions;
 
-  // Alone (and warm): the GEMM loop between two events, no NCCL work anywhere.
-  gemm_loop();
-  std::vector<double> alone;
-  for (int r = 0; r < kRepetitions; ++r) {
-    DMUON_CUDA_CHECK(cudaEventRecord(e[0], compute.get()));
+    // Alone (and warm): the GEMM loop between two events, no NCCL work anywhere.
     gemm_loop();
-    DMUON_CUDA_CHECK(cudaEventRecord(e[1], compute.get()));
-    DMUON_CUDA_CHECK(cudaEventSynchronize(e[1]));
-    alone.push_back(elapsed(e[0], e[1]));
-  }
-  p.alone_seconds = median(alone);
-
-  // One all-gather's time alone, to size the loop that must outlast the GEMMs; every rank takes
-  // the largest count so that all issue the same calls.
-  for (int i = 0; i < 3; ++i) all_gather();
-  DMUON_CUDA_CHECK(cudaEventRecord(e[0], nccl.get()));
-  for (int i = 0; i < 10; ++i) all_gather();
-  DMUON_CUDA_CHECK(cudaEventRecord(e[1], nccl.get()));
-  wait_for(e[1], h, comm, timeout_seconds, who + " (all-gather alone)");
-  const double per_call = elapsed(e[0], e[1]) / 10;
-  const double wanted = kLeadIn + 2 + std::ceil(2 * p.alone_seconds / std::max(per_call, 1e-6));
-  double calls = 0;
-  for (double x : h.all_gather({wanted})) calls = std::max(calls, x);
-  p.all_gathers = static_cast<int>(calls);
-
-  std::vector<double> beside;
-  for (int r = 0; r < kRepetitions; ++r) {
-    for (int i = 0; i < kLeadIn; ++i) all_gather();
-    DMUON_CUDA_CHECK(cudaEventRecord(e[2], nccl.get()));
-    for (int i = kLeadIn; i < p.all_gathers; ++i) all_gather();
-    DMUON_CUDA_CHECK(cudaEventRecord(e[3], nccl.get()));
-    DMUON_CUDA_CHECK(cudaStreamWaitEvent(compute.get(), e[2], 0));
-    DMUON_CUDA_CHECK(cudaEventRecord(e[0], compute.get()));
-    gemm_loop();
-    DMUON_CUDA_CHECK(cudaEventRecord(e[1], compute.get()));
-    wait_for(e[3], h, comm, timeout_seconds, who + " (all-gathers beside the GEMMs)");
-    DMUON_CUDA_CHECK(cudaEventSynchronize(e[1]));
-    if (elapsed(e[1], e[3]) < 0) {
-      throw Error(who + ": the " + std::to_string(p.all_gathers) + " all-gathers ended before the GEMM loop (" +
-                  std::to_string(elapsed(e[0], e[1]) * 1e3) + " ms): the loop did not cover it");
+    std::vector<double> alone;
+    for (int r = 0; r < kRepetitions; ++r) {
+      DMUON_CUDA_CHECK(cudaEventRecord(e[0], compute.get()));
+      gemm_loop();
+      DMUON_CUDA_CHECK(cudaEventRecord(e[1], compute.get()));
+      DMUON_CUDA_CHECK(cudaEventSynchronize(e[1]));
+      alone.push_back(elapsed(e[0], e[1]));
     }
-    beside.push_back(elapsed(e[0], e[1]));
+    p.alone_seconds = median(alone);
+
+    // One all-gather's time alone, to size the loop that must outlast the GEMMs; every rank takes
+    // the largest count so that all issue the same calls.
+    for (int i = 0; i < 3; ++i) all_gather();
+    DMUON_CUDA_CHECK(cudaEventRecord(e[0], nccl.get()));
+    for (int i = 0; i < 10; ++i) all_gather();
+    DMUON_CUDA_CHECK(cudaEventRecord(e[1], nccl.get()));
+    wait_for(e[1], h, comm, timeout_seconds, who + " (all-gather alone)");
+    const double per_call = elapsed(e[0], e[1]) / 10;
+    const double wanted = kLeadIn + 2 + std::ceil(2 * p.alone_seconds / std::max(per_call, 1e-6));
+    double calls = 0;
+    for (double x : h.all_gather({wanted})) calls = std::max(calls, x);
+    p.all_gathers = static_cast<int>(calls);
+
+    std::vector<double> beside;
+    for (int r = 0; r < kRepetitions; ++r) {
+      for (int i = 0; i < kLeadIn; ++i) all_gather();
+      DMUON_CUDA_CHECK(cudaEventRecord(e[2], nccl.get()));
+      for (int i = kLeadIn; i < p.all_gathers; ++i) all_gather();
+      DMUON_CUDA_CHECK(cudaEventRecord(e[3], nccl.get()));
+      DMUON_CUDA_CHECK(cudaStreamWaitEvent(compute.get(), e[2], 0));
+      DMUON_CUDA_CHECK(cudaEventRecord(e[0], compute.get()));
+      gemm_loop();
+      DMUON_CUDA_CHECK(cudaEventRecord(e[1], compute.get()));
+      wait_for(e[3], h, comm, timeout_seconds, who + " (all-gathers beside the GEMMs)");
+      DMUON_CUDA_CHECK(cudaEventSynchronize(e[1]));
+      // Every rank learns whether every rank's loop was covered, so that all stop together.
+      const bool covered = elapsed(e[1], e[3]) >= 0;
+      for (double ok : h.all_gather({covered ? 1.0 : 0.0})) {
+        if (ok == 0) {
+          throw Error(who + ": on " + (covered ? "another rank" : "this rank") + " the " + std::to_string(p.all_gathers) +
+                      " all-gathers ended before the GEMM loop: the loop did not cover it");
+        }
+      }
+      beside.push_back(elapsed(e[0], e[1]));
+    }
+    p.beside_seconds = median(beside);
+    double sum = 0;
+    for (double x : h.all_gather({p.beside_seconds / p.alone_seconds - 1})) sum += x;
+    p.slowdown = sum / world;
+  } catch (...) {
+    // Before the buffers are freed: a free waits for the device, which an all-gather stuck on a
+    // dead peer would never let finish.
+    h.comms().abort_all();
+    throw;
   }
-  p.beside_seconds = median(beside);
-  double sum = 0;
-  for (double x : h.all_gather({p.beside_seconds / p.alone_seconds - 1})) sum += x;
-  p.slowdown = sum / world;
   return p;
 }
 

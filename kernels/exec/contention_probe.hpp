@@ -4,7 +4,8 @@
 // several GPUs is in flight there, sim/runner.cpp).
 //
 // Why: NCCL's kernels hold SMs (one a channel) and memory bandwidth for as long as they are
-// resident, waiting for a peer included. On 2 x H200 zero1-a2a's Newton-Schulz took 11% longer
+// resident (measured here with data moving; the simulator assumes the same while one waits for a
+// peer). On 2 x H200 zero1-a2a's Newton-Schulz took 11% longer
 // than dedicated's with its all-to-alls beside it, and FSDP2's GEMMs 13% longer than alone
 // (reports/sim-validation.md).
 //
