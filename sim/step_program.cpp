@@ -94,6 +94,11 @@ StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const R
     }
   }
   prog.optimizer_source = cost.calibrated() ? describe_shares(optimizer_by_source) : "roofline";
+  if (const auto slowdown = cost.compute_slowdown_beside_nccl(); slowdown && *slowdown > 0) {
+    char note[128];
+    std::snprintf(note, sizeof note, "; compute x %.3g beside a collective of several GPUs (measured)", 1 + *slowdown);
+    prog.optimizer_source += note;
+  }
   // The host issue model, only with a measured cost per launch. Scenario mode (a real step) is
   // kept simple: one host issues the whole program in its order on one clock, never waiting for
   // the GPU, and forward/backward compute units cost it nothing (their kernels' launch cost is

@@ -7,7 +7,10 @@
 #include <vector>
 
 #include "catch_compat.hpp"
+#include "core/io/scenario.hpp"
+#include "core/plan/step_planner.hpp"
 #include "sim/simulator.hpp"
+#include "sim/step_program.hpp"
 #include "sim_test_support.hpp"
 
 using namespace dmuon;
@@ -103,4 +106,30 @@ TEST_CASE("a collective waiting for its peer holds the load; one GPU's collectiv
   CHECK(step_seconds(program({0.010, 0.003}, {0, 1}, {false, true}, 0.25), 2) == Approx(0.0116).epsilon(1e-9));
   // A one-GPU collective is a local copy, no NCCL kernel beside the compute: 10 ms.
   CHECK(step_seconds(program({0.010}, {0}, {false}, 0.25), 1) == Approx(0.010).epsilon(1e-9));
+}
+
+TEST_CASE("a step program carries the calibration's slowdown and says so", "[sim][contention]") {
+  const Scenario s = parse_scenario(R"(name: tiny
+model: {name: tiny, transformer: {hidden: 256, layers: 2, heads: 4, ffn: 512, vocab: 1000}}
+optimizer: {preset: torch}
+cluster: {nodes: 1, gpus_per_node: 2, gpu: h100-sxm, nvlink: {bw_GBps: 450, latency_us: 3}}
+training: {seq_len: 128, micro_batch: 1, fwd_bwd_seconds: 0.01}
+)",
+                                    "tiny.yaml");
+  CalibrationTable t;
+  t.gpu = "h100-sxm", t.gemm_tflops = 750, t.hbm_GBps = 3000;
+  const auto program = [&](std::optional<double> slowdown) {
+    t.compute_slowdown_beside_nccl = slowdown;
+    const CostModel cost(device_profile("h100-sxm", "test"), t);
+    const Routing routing = route_parameters(s.model, s.routing);
+    const StepPlan sp = plan_step(s.model, routing, s.optimizer, Strategy::zero1_a2a, mesh_for_cluster(s.cluster), cost);
+    return sim::build_step_program(sp.plan, s.model, routing, s.optimizer, cost, s.training, {});
+  };
+  const auto with = program(0.25);
+  REQUIRE(with.compute_slowdown_beside_nccl.has_value());
+  CHECK(*with.compute_slowdown_beside_nccl == 0.25);
+  CHECK(with.optimizer_source.find("compute x 1.25 beside a collective of several GPUs (measured)") != std::string::npos);
+  const auto without = program(std::nullopt);
+  CHECK_FALSE(without.compute_slowdown_beside_nccl.has_value());
+  CHECK(without.optimizer_source.find("beside a collective") == std::string::npos);
 }
