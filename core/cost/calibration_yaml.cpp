@@ -21,12 +21,6 @@ int positive_int(const YamlValue& v) {
   return static_cast<int>(x);
 }
 
-std::string nonempty_string(const YamlValue& v) {
-  std::string s = v.as_string();
-  if (s.empty()) v.fail("must not be empty");
-  return s;
-}
-
 // Fails on the second of two entries that `same` says measure one thing.
 template <typename T, typename Same>
 void require_distinct(const std::vector<YamlValue>& items, const std::vector<T>& parsed, Same same) {
@@ -174,7 +168,7 @@ ForwardBackwardTable parse_forward_backward_section(const YamlValue& v) {
   require_unique_keys(v);
   YamlMap m(v);
   ForwardBackwardTable t;
-  t.source = nonempty_string(m.get("source"));
+  t.source = m.get("source").as_nonempty_string();
   if (auto x = m.find("elementwise_GBps")) t.elementwise_GBps = x->as_positive_double();
   if (auto x = m.find("gemm")) {
     t.gemm = parse_list<GemmTiming>(*x, parse_gemm);
@@ -299,7 +293,7 @@ CalibrationTable parse_calibration(const YamlValue& root) {
   require_unique_keys(root);
   YamlMap m(root);
   CalibrationTable t;
-  t.gpu = nonempty_string(m.get("gpu"));
+  t.gpu = m.get("gpu").as_nonempty_string();
   t.source = m.get("source").as_string();
   t.gemm_tflops = m.get("gemm_tflops").as_positive_double();
   t.hbm_GBps = m.get("hbm_GBps").as_positive_double();
@@ -307,9 +301,9 @@ CalibrationTable parse_calibration(const YamlValue& root) {
   t.ns = parse_list<NsMeasurement>(ns, parse_measurement);
   require_distinct(ns.items(), t.ns, same_measurement);
   if (auto v = m.find("elementwise")) t.elementwise = parse_elementwise(*v);
-  if (auto v = m.find("commit")) t.commit = nonempty_string(*v);
-  if (auto v = m.find("date")) t.date = nonempty_string(*v);
-  if (auto v = m.find("machine")) t.machine = nonempty_string(*v);
+  if (auto v = m.find("commit")) t.commit = v->as_nonempty_string();
+  if (auto v = m.find("date")) t.date = v->as_nonempty_string();
+  if (auto v = m.find("machine")) t.machine = v->as_nonempty_string();
   if (auto v = m.find("launch_overhead_us")) t.launch_overhead_us = v->as_positive_double();
   if (auto v = m.find("executor_issue_us")) t.executor_issue_us = v->as_positive_double();
   if (auto v = m.find("collective_step_overhead_us")) t.collective_step_overhead_us = v->as_nonnegative_double();

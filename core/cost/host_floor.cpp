@@ -17,9 +17,7 @@ HostFloor parse_one(const YamlValue& v) {
   require_unique_keys(v);
   YamlMap m(v);
   HostFloor f;
-  const YamlValue model = m.get("model");
-  f.model = model.as_string();
-  if (f.model.empty()) model.fail("must not be empty");
+  f.model = m.get("model").as_nonempty_string();
   const YamlValue mode = m.get("mode");
   const std::string mode_text = mode.as_string();
   if (mode_text == "eager") {

@@ -13,9 +13,7 @@ LayerTiming parse_one(const YamlValue& v) {
   require_unique_keys(v);
   YamlMap m(v);
   LayerTiming l;
-  const YamlValue model = m.get("model");
-  l.model = model.as_string();
-  if (l.model.empty()) model.fail("must not be empty");
+  l.model = m.get("model").as_nonempty_string();
   const YamlValue part = m.get("part");
   l.part = part.as_string();
   if (l.part != "block" && l.part != "embedding" && l.part != "head" && l.part != "whole") {

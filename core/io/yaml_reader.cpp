@@ -89,6 +89,12 @@ std::string YamlValue::as_string() const {
   return node_.Scalar();
 }
 
+std::string YamlValue::as_nonempty_string() const {
+  std::string s = as_string();
+  if (s.empty()) fail("must not be empty");
+  return s;
+}
+
 double YamlValue::as_double() const {
   if (!node_.IsScalar()) fail(std::string("expected a number, found ") + kind_name(node_));
   const std::string& s = node_.Scalar();

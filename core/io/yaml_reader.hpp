@@ -33,6 +33,7 @@ class YamlValue {
   int line() const;  // 1-based
 
   std::string as_string() const;
+  std::string as_nonempty_string() const;  // fails "must not be empty" on ""
   double as_double() const;              // finite numbers only
   double as_positive_double() const;     // > 0
   double as_nonnegative_double() const;  // >= 0
