@@ -14,35 +14,17 @@
 #include "kernels/exec/nccl_wait.hpp"
 #include "kernels/comm/world.hpp"
 #include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/cuda_events.hpp"
 #include "kernels/cuda/owned_stream.hpp"
 #include "kernels/cuda/device_buffer.hpp"
 
 namespace dmuon::exec {
 namespace {
 
+using cuda::EventChain;
 using cuda::OwnedStream;
 
 constexpr std::size_t kElementBytes = 2;  // bf16, what the Plans' collectives move
-
-// The two events around a timed loop; no host synchronisation between its calls (a host sync
-// would let ranks drift apart).
-class EventChain {
- public:
-  explicit EventChain(std::size_t n) : events_(n, nullptr) {
-    for (auto& e : events_) DMUON_CUDA_CHECK(cudaEventCreate(&e));
-  }
-  ~EventChain() {
-    for (auto e : events_) {
-      if (e) (void)cudaEventDestroy(e);
-    }
-  }
-  EventChain(const EventChain&) = delete;
-  EventChain& operator=(const EventChain&) = delete;
-  cudaEvent_t operator[](std::size_t i) const { return events_.at(i); }
-
- private:
-  std::vector<cudaEvent_t> events_;
-};
 
 // A communicator split from the world for one group size. Destroyed normally; aborted when
 // the sweep unwinds from an error (a destroy would wait for peers that may be gone).
@@ -167,9 +149,7 @@ double time_point(const Target& t, OpKind kind, std::size_t bytes, RankHandle& h
     for (int i = 0; i < iterations; ++i) launch(t, kind, bytes);
     DMUON_CUDA_CHECK(cudaEventRecord(events[1], t.stream));
     wait_for(events[1], h, t.comm, o.timeout_seconds, where);
-    float ms = 0;
-    DMUON_CUDA_CHECK(cudaEventElapsedTime(&ms, events[0], events[1]));
-    return ms * 1e-3 / iterations;
+    return cuda::elapsed_seconds(events[0], events[1]) / iterations;
   } catch (const Error& e) {
     const std::string what = e.what();
     if (what.rfind(where, 0) == 0) throw;

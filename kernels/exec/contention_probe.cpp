@@ -13,6 +13,7 @@
 #include "kernels/comm/check.hpp"
 #include "kernels/comm/world.hpp"
 #include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/cuda_events.hpp"
 #include "kernels/cuda/device_buffer.hpp"
 #include "kernels/cuda/lt_gemm.hpp"
 #include "kernels/cuda/ns_kernels.hpp"
@@ -27,24 +28,6 @@ constexpr int kGemms = 100;                               // ~20 ms a loop
 constexpr std::size_t kAllGatherBytes = std::size_t{64} << 20;  // a large layer's parameters
 constexpr int kRepetitions = 3;
 constexpr int kLeadIn = 2;  // all-gathers completed before the GEMMs start
-
-struct Events {
-  Events() {
-    for (auto& e : e_) DMUON_CUDA_CHECK(cudaEventCreate(&e));
-  }
-  ~Events() {
-    for (auto e : e_) (void)cudaEventDestroy(e);
-  }
-  Events(const Events&) = delete;
-  Events& operator=(const Events&) = delete;
-  cudaEvent_t e_[5] = {};
-};
-
-double elapsed(cudaEvent_t from, cudaEvent_t to) {
-  float ms = 0;
-  DMUON_CUDA_CHECK(cudaEventElapsedTime(&ms, from, to));
-  return ms * 1e-3;
-}
 
 }  // namespace
 
@@ -78,21 +61,11 @@ ContentionProbe measure_compute_beside_nccl(RankHandle& h, double timeout_second
   };
   ContentionProbe p;
   try {
-    Events ev;
-    auto& e = ev.e_;
+    cuda::EventChain e(4);
     p.gemm_n = kN, p.gemms = kGemms, p.all_gather_bytes = part * static_cast<std::size_t>(world), p.repetitions = kRepetitions;
 
-    // Alone (and warm): the GEMM loop between two events, no NCCL work anywhere.
-    gemm_loop();
-    std::vector<double> alone;
-    for (int r = 0; r < kRepetitions; ++r) {
-      DMUON_CUDA_CHECK(cudaEventRecord(e[0], compute.get()));
-      gemm_loop();
-      DMUON_CUDA_CHECK(cudaEventRecord(e[1], compute.get()));
-      DMUON_CUDA_CHECK(cudaEventSynchronize(e[1]));
-      alone.push_back(elapsed(e[0], e[1]));
-    }
-    p.alone_seconds = median(alone);
+    // Alone (one warm-up loop first): no NCCL work anywhere.
+    p.alone_seconds = median(cuda::time_on_stream(compute.get(), 1, kRepetitions, gemm_loop));
 
     // One all-gather's time alone, to size the loop that must outlast the GEMMs; every rank takes
     // the largest count so that all issue the same calls.
@@ -101,7 +74,7 @@ ContentionProbe measure_compute_beside_nccl(RankHandle& h, double timeout_second
     for (int i = 0; i < 10; ++i) all_gather();
     DMUON_CUDA_CHECK(cudaEventRecord(e[1], nccl.get()));
     wait_for(e[1], h, comm, timeout_seconds, who + " (all-gather alone)");
-    const double per_call = elapsed(e[0], e[1]) / 10;
+    const double per_call = cuda::elapsed_seconds(e[0], e[1]) / 10;
     const double wanted = kLeadIn + 2 + std::ceil(2 * p.alone_seconds / std::max(per_call, 1e-6));
     double calls = 0;
     for (double x : h.all_gather({wanted})) calls = std::max(calls, x);
@@ -120,14 +93,14 @@ ContentionProbe measure_compute_beside_nccl(RankHandle& h, double timeout_second
       wait_for(e[3], h, comm, timeout_seconds, who + " (all-gathers beside the GEMMs)");
       DMUON_CUDA_CHECK(cudaEventSynchronize(e[1]));
       // Every rank learns whether every rank's loop was covered, so that all stop together.
-      const bool covered = elapsed(e[1], e[3]) >= 0;
+      const bool covered = cuda::elapsed_seconds(e[1], e[3]) >= 0;
       for (double ok : h.all_gather({covered ? 1.0 : 0.0})) {
         if (ok == 0) {
           throw Error(who + ": on " + (covered ? "another rank" : "this rank") + " the " + std::to_string(p.all_gathers) +
                       " all-gathers ended before the GEMM loop: the loop did not cover it");
         }
       }
-      beside.push_back(elapsed(e[0], e[1]));
+      beside.push_back(cuda::elapsed_seconds(e[0], e[1]));
     }
     p.beside_seconds = median(beside);
     double sum = 0;

@@ -10,11 +10,14 @@
 #include "core/plan/plan_fingerprint.hpp"
 #include "kernels/comm/bootstrap.hpp"
 #include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/cuda_events.hpp"
 #include "kernels/exec/collectives.hpp"
 #include "kernels/exec/deps.hpp"
 
 namespace dmuon::exec {
 namespace {
+
+using cuda::elapsed_seconds;
 
 std::size_t at(int i) { return static_cast<std::size_t>(i); }
 
@@ -31,12 +34,6 @@ cudaEvent_t new_event() {
   cudaEvent_t e = nullptr;
   DMUON_CUDA_CHECK(cudaEventCreate(&e));
   return e;
-}
-
-double elapsed_seconds(cudaEvent_t from, cudaEvent_t to) {
-  float ms = 0;
-  DMUON_CUDA_CHECK(cudaEventElapsedTime(&ms, from, to));
-  return ms * 1e-3;
 }
 
 // Every rank must run the same Plan: a rank started with another scenario, strategy or world
