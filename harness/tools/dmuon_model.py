@@ -186,6 +186,21 @@ def build_config(family, kwargs, seq_len):
     return config
 
 
+def build_causal_lm(torch, family, kwargs, seq_len, device, layers=None):
+    """The causal LM of `kwargs` (map_model) on `device` in bf16, in train mode, randomly
+    initialised; `layers` decoder layers where given (a cut-down depth), else the model's own.
+    Returns (model, vocab_size)."""
+    from transformers import AutoModelForCausalLM
+    if layers is not None:
+        kwargs = dict(kwargs, num_hidden_layers=layers)
+    config = build_config(family, kwargs, seq_len)
+    with torch.device(device):
+        model = AutoModelForCausalLM.from_config(config)
+    model = model.to(torch.bfloat16)
+    model.train()
+    return model, config.vocab_size
+
+
 if __name__ == "__main__":
     try:
         r = resolve(model=sys.argv[1], seq_len=2048, micro_batch=1)

@@ -32,6 +32,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dmuon_model  # noqa: E402
+import measure_whole  # noqa: E402
 import provenance  # noqa: E402
 
 TOKENS = 32
@@ -43,35 +44,10 @@ def log(msg):
     print(f"[host_floor_study {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def build(torch, family, kwargs, layers, seq_len, device):
-    from transformers import AutoModelForCausalLM
-    config = dmuon_model.build_config(family, dict(kwargs, num_hidden_layers=layers), seq_len)
-    with torch.device(device):
-        model = AutoModelForCausalLM.from_config(config)
-    model = model.to(torch.bfloat16)
-    model.train()
-    return model, config.vocab_size
-
-
 def time_whole(torch, model, vocab, batch, seq, device):
     """Medians of (GPU seconds, host issue seconds) of forward + backward."""
-    ids = [torch.randint(0, vocab, (batch, seq), device=device) for _ in range(3)]
-    gpu, host = [], []
-    for it in range(WARMUP + ITERS):
-        torch.cuda.synchronize()
-        ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
-        t0 = time.perf_counter()
-        ev[0].record()
-        loss = model(input_ids=ids[it % 3], labels=ids[it % 3], use_cache=False).loss
-        loss.backward()
-        ev[1].record()
-        t1 = time.perf_counter()
-        model.zero_grad(set_to_none=True)
-        torch.cuda.synchronize()
-        if it >= WARMUP:
-            gpu.append(ev[0].elapsed_time(ev[1]) / 1e3)
-            host.append(t1 - t0)
-    return statistics.median(gpu), statistics.median(host)
+    runs = measure_whole.time_iterations(torch, model, vocab, batch, seq, device, WARMUP, ITERS)
+    return statistics.median(f + b for f, b, _, _ in runs), statistics.median(hf + hb for _, _, hf, hb in runs)
 
 
 def depth_runs(torch, family, kwargs, full_layers, device, tokens=TOKENS):
@@ -79,7 +55,7 @@ def depth_runs(torch, family, kwargs, full_layers, device, tokens=TOKENS):
     rows = []
     for pass_no, order in enumerate((depths, list(reversed(depths)))):
         for n in order:
-            model, vocab = build(torch, family, kwargs, n, tokens, device)
+            model, vocab = dmuon_model.build_causal_lm(torch, family, kwargs, tokens, device, layers=n)
             g, h = time_whole(torch, model, vocab, 1, tokens, device)
             del model
             torch.cuda.empty_cache()
@@ -107,7 +83,7 @@ def spun_depth_runs(torch, family, kwargs, device):
     launch queue filled and the host waited: flagged, not a host cost."""
     rows = []
     for n in (2, 6, 12):
-        model, vocab = build(torch, family, kwargs, n, TOKENS, device)
+        model, vocab = dmuon_model.build_causal_lm(torch, family, kwargs, TOKENS, device, layers=n)
         ids = torch.randint(0, vocab, (1, TOKENS), device=device)
         for spun in (False, True, False, True):
             fwd, bwd, blocked = [], [], False
@@ -252,7 +228,7 @@ def main():
         if a.floor_tokens:
             counts = [int(x) for x in a.floor_tokens.split(",")]
             layers = kwargs["num_hidden_layers"]
-            model, vocab = build(torch, family, kwargs, layers, s, device)
+            model, vocab = dmuon_model.build_causal_lm(torch, family, kwargs, s, device, layers=layers)
             gw, hw = time_whole(torch, model, vocab, b, s, device)
             del model
             torch.cuda.empty_cache()
@@ -266,7 +242,7 @@ def main():
                                      spun_depth_runs(torch, family, kwargs, device)})
             continue
         part, layers = parts(torch, family, kwargs, b, s, device)
-        model, vocab = build(torch, family, kwargs, layers, s, device)
+        model, vocab = dmuon_model.build_causal_lm(torch, family, kwargs, s, device, layers=layers)
         gw, hw = time_whole(torch, model, vocab, b, s, device)
         del model
         torch.cuda.empty_cache()

@@ -38,17 +38,31 @@ def measure(torch, device, spec, family, reps, log):
     waits (qwen2.5-3b on an H200: forward 41 ms of host for 64 ms of GPU, backward 119 for 126), so
     they cannot tell whether the GPU ever waited for the host. The caller decides with the host floor
     (measure_if_gpu_bound). Returns the row."""
-    from transformers import AutoModelForCausalLM
     import dmuon_model  # harness/tools/; needs PyYAML, which the decision above does not
     kwargs = dmuon_model.map_model(spec["model"], spec["model_file"], spec["moe_top_k"])[1]
-    config = dmuon_model.build_config(family, kwargs, spec["seq_len"])
-    with torch.device(device):
-        model = AutoModelForCausalLM.from_config(config)
-    model = model.to(torch.bfloat16).train()
+    model, vocab = dmuon_model.build_causal_lm(torch, family, kwargs, spec["seq_len"], device)
     b, s = spec["micro_batch"], spec["seq_len"]
-    ids = [torch.randint(0, config.vocab_size, (b, s), device=device) for _ in range(3)]
-    fwd, bwd, host_fwd, host_bwd = [], [], [], []
-    for it in range(2 + reps):
+    runs = time_iterations(torch, model, vocab, b, s, device, warmup=2, iterations=reps)
+    fwd, bwd, host_fwd, host_bwd = zip(*runs)
+    f, g = statistics.median(fwd), statistics.median(bwd)
+    hf, hb = statistics.median(host_fwd), statistics.median(host_bwd)
+    layers = model.config.num_hidden_layers
+    del model
+    torch.cuda.empty_cache()
+    log(f"{spec['name']} whole ({layers} layers): forward {f * 1e3:.2f} ms backward {g * 1e3:.2f} ms; "
+        f"host forward {hf * 1e3:.2f} ms (with its one wait for the GPU), backward {hb * 1e3:.2f} ms")
+    return {"model": spec["name"], "part": "whole", "layers": layers, "micro_batch": b, "seq_len": s,
+            "forward_s": f, "backward_s": g}
+
+
+def time_iterations(torch, model, vocab, batch, seq, device, warmup, iterations):
+    """Forward with its loss and backward of `model`, timed plainly: per timed iteration (after
+    `warmup` untimed ones), (forward GPU s, backward GPU s, forward host s, backward host s) from
+    CUDA events and the host clock, each iteration started on an idle GPU. Also
+    host_floor_study.py's whole-model timing."""
+    ids = [torch.randint(0, vocab, (batch, seq), device=device) for _ in range(3)]
+    out = []
+    for it in range(warmup + iterations):
         torch.cuda.synchronize()
         ev = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
         t0 = time.perf_counter()
@@ -61,17 +75,6 @@ def measure(torch, device, spec, family, reps, log):
         t2 = time.perf_counter()
         torch.cuda.synchronize()
         model.zero_grad(set_to_none=True)
-        if it >= 2:
-            fwd.append(ev[0].elapsed_time(ev[1]) / 1e3)
-            bwd.append(ev[1].elapsed_time(ev[2]) / 1e3)
-            host_fwd.append(t1 - t0)
-            host_bwd.append(t2 - t1)
-    f, g = statistics.median(fwd), statistics.median(bwd)
-    hf, hb = statistics.median(host_fwd), statistics.median(host_bwd)
-    layers = config.num_hidden_layers
-    del model
-    torch.cuda.empty_cache()
-    log(f"{spec['name']} whole ({layers} layers): forward {f * 1e3:.2f} ms backward {g * 1e3:.2f} ms; "
-        f"host forward {hf * 1e3:.2f} ms (with its one wait for the GPU), backward {hb * 1e3:.2f} ms")
-    return {"model": spec["name"], "part": "whole", "layers": layers, "micro_batch": b, "seq_len": s,
-            "forward_s": f, "backward_s": g}
+        if it >= warmup:
+            out.append((ev[0].elapsed_time(ev[1]) / 1e3, ev[1].elapsed_time(ev[2]) / 1e3, t1 - t0, t2 - t1))
+    return out
