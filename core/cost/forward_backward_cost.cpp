@@ -202,17 +202,15 @@ const HostFloor* floor_for(const ForwardBackwardTable& table, const TrainingSpec
 int pace_by_host(std::vector<ComputeUnit>& units, const HostFloor& floor, int blocks) {
   if (blocks == 0) return 0;
   const double per_block = host_seconds_at_depth(floor, blocks) / blocks;
-  std::vector<PacedUnit> run;  // forward in order, then backward in reverse
-  for (const ComputeUnit& u : units) {
+  // A unit's host time in one direction: a block's share of per_block as its GPU time splits
+  // (1 : 2 forward to backward when it has none), nothing for the embedding and head.
+  const auto paced_unit = [&](const ComputeUnit& u, double gpu_s, double share_if_idle) -> PacedUnit {
     const double gpu = u.forward_s + u.backward_s;
-    const double share = u.part != 1 ? 0 : gpu > 0 ? u.forward_s / gpu : 1.0 / 3;
-    run.push_back({u.forward_s, u.part == 1 ? per_block * share : 0});
-  }
-  for (auto it = units.rbegin(); it != units.rend(); ++it) {
-    const double gpu = it->forward_s + it->backward_s;
-    const double share = it->part != 1 ? 0 : gpu > 0 ? it->backward_s / gpu : 2.0 / 3;
-    run.push_back({it->backward_s, it->part == 1 ? per_block * share : 0});
-  }
+    return {gpu_s, u.part != 1 ? 0 : per_block * (gpu > 0 ? gpu_s / gpu : share_if_idle)};
+  };
+  std::vector<PacedUnit> run;  // forward in order, then backward in reverse
+  for (const ComputeUnit& u : units) run.push_back(paced_unit(u, u.forward_s, 1.0 / 3));
+  for (auto it = units.rbegin(); it != units.rend(); ++it) run.push_back(paced_unit(*it, it->backward_s, 2.0 / 3));
   const std::vector<PacedTime> paced = host_paced(run);
   const std::size_t n = units.size();
   int waited = 0;

@@ -13,6 +13,12 @@
 namespace dmuon {
 namespace {
 
+// The shallowest depth the floor was measured at (1 for a table built in code without depths):
+// the line is priced from there up (host_seconds_at_depth).
+long shallowest_depth(const HostFloor& f) {
+  return f.layers.empty() ? 1 : *std::min_element(f.layers.begin(), f.layers.end());
+}
+
 HostFloor parse_one(const YamlValue& v) {
   require_unique_keys(v);
   YamlMap m(v);
@@ -44,8 +50,7 @@ HostFloor parse_one(const YamlValue& v) {
   f.per_layer_s = m.get("per_layer_s").as_positive_double();
   const YamlValue per_step = m.get("per_step_s");
   f.per_step_s = per_step.as_double();
-  // The simulator prices the line from the shallowest depth up (host_seconds_at_depth).
-  const long shallowest = f.layers.empty() ? 1 : *std::min_element(f.layers.begin(), f.layers.end());
+  const long shallowest = shallowest_depth(f);
   if (!(f.per_step_s + f.per_layer_s * double(shallowest) > 0)) {
     per_step.fail("too negative: the line prices " + std::to_string(shallowest) + " layers at or below zero");
   }
@@ -93,7 +98,7 @@ void emit_host_floors(YAML::Emitter& out, const std::vector<HostFloor>& floors) 
 double host_seconds_at_depth(const HostFloor& floor, long layers) {
   if (layers < 1) throw Error("host floor: a step needs at least one layer, got " + std::to_string(layers));
   const auto line = [&](double depth) { return floor.per_step_s + floor.per_layer_s * depth; };
-  const double shallowest = floor.layers.empty() ? 1.0 : double(*std::min_element(floor.layers.begin(), floor.layers.end()));
+  const double shallowest = double(shallowest_depth(floor));
   const double depth = double(layers);
   const double seconds = depth >= shallowest ? line(depth) : line(shallowest) * depth / shallowest;
   if (!(seconds > 0)) {
