@@ -153,7 +153,7 @@ void run_rank(exec::RankHandle& h, const Args& a, StepReport& report) {
   // The stand-in's units and GEMMs; their pricing (peak, no calibration) plays no part here.
   const ForwardBackwardCost units =
       forward_backward_cost(sc.model, sc.training, sc.training.peak_tflops.value_or(cost.device().gemm_tflops));
-  StepPlanOptions po;
+  StepPlanOptions po = plan_options_for(sc);  // as dmuon-sim plans this scenario
   po.plan.max_batch = a.max_batch;
   std::vector<Strategy> strategies = sc.strategies;
   if (!a.strategies.empty()) {

@@ -133,9 +133,11 @@ std::map<std::string, Flat> run_jobs(int world, const std::vector<Job>& jobs, co
 
 Eigen::MatrixXd column(const std::vector<double>& v) { return Eigen::Map<const Eigen::VectorXd>(v.data(), static_cast<long>(v.size())); }
 
-CaseResult named(const std::string& name) {
+// A case result, not passed; a detail says why (a failure that produced no numbers).
+CaseResult named(const std::string& name, const std::string& detail = "") {
   CaseResult r;
   r.name = name;
+  r.detail = detail;
   return r;
 }
 
@@ -277,44 +279,45 @@ std::vector<CaseResult> nonfinite_cases(const NcclVerifyOptions& o, const ModelS
   return out;
 }
 
-// owner-striped with sharded Newton-Schulz on `o.world` GPUs (2 or more), the planner driven to
-// shard by harness/verify/sharded_ns_case.hpp's cost settings, the dominant matrix wide and tall,
-// against the reference within the NS accuracy gate. A Gram config runs the engine's gram
-// implementation, so the sharded Gram program (R after each restart) runs, not only standard.
+// owner-striped with sharded Newton-Schulz on `o.world` GPUs (2 or more), planned under
+// harness/verify/sharded_ns_case.hpp's cost settings, the dominant matrix wide, tall and square,
+// its m x m products whole and split (Op::ns_product_begin), against the reference within the NS
+// accuracy gate. A Gram config runs the engine's gram program (R after each restart).
 std::vector<CaseResult> sharded_ns_cases(const NcclVerifyOptions& o) {
   std::vector<CaseResult> out;
   const bool striped = std::find(o.strategies.begin(), o.strategies.end(), Strategy::owner_striped) != o.strategies.end();
   if (o.world < 2 || !striped) return out;
   const Mesh mesh = make_mesh(1, o.world, "--world");
-  for (const bool tall : {false, true}) {
-    const ModelSpec model = sharded_ns_test_model(tall);
+  for (const std::string orientation : {"wide", "tall", "square"}) {
+    const ModelSpec model = sharded_ns_test_model(orientation);
     const Routing routing = route_parameters(model, {});
     const Flat initial = initial_params(model, o.seed);
     const std::vector<std::vector<Flat>> grads = step_grads(model, o);
     std::map<std::string, OptimizerConfig> configs;
     std::vector<Job> jobs;
     for (const std::string& preset : o.presets) {
-      configs[preset] = optimizer_preset(preset);
-      const std::string key = std::string("nccl/owner-striped-sharded-ns/") + (tall ? "tall/" : "wide/") + preset;
-      Plan plan = plan_step(model, routing, configs[preset], Strategy::owner_striped, mesh, flops_only_cost(),
-                            free_link_plan_options()).plan;
-      if (sharded_ns_calls(plan) == 0) {  // the case would test nothing new: say so, as a failure
-        CaseResult r = named(key);
-        r.detail = "the planner sharded no Newton-Schulz call";
-        out.push_back(r);
-        continue;
+      for (const ProductSplit split : {ProductSplit::never, ProductSplit::always}) {
+        configs[preset] = optimizer_preset(preset);
+        const std::string key = "nccl/owner-striped-sharded-ns/" + orientation + "/" +
+                                (split == ProductSplit::always ? "split-products/" : "") + preset;
+        Plan plan = plan_step(model, routing, configs[preset], Strategy::owner_striped, mesh, flops_only_cost(),
+                              free_link_plan_options(split)).plan;
+        if (sharded_ns_calls(plan) == 0 || (split_ns_calls(plan) > 0) != (split == ProductSplit::always)) {
+          // The case would test nothing new: say so, as a failure.
+          out.push_back(named(key, sharded_ns_calls(plan) == 0 ? "the planner sharded no Newton-Schulz call"
+                                                               : "the planner did not split the products as asked"));
+          continue;
+        }
+        exec::SessionOptions session;
+        session.ns_impl = configs[preset].muon.ns.variant == NsVariant::gram ? "gram" : "standard";
+        jobs.emplace_back(key, std::move(plan), session);
       }
-      exec::SessionOptions session;
-      session.ns_impl = configs[preset].muon.ns.variant == NsVariant::gram ? "gram" : "standard";
-      jobs.emplace_back(key, std::move(plan), session);
     }
     std::map<std::string, std::string> errors;
     const auto got = run_jobs(o.world, jobs, model, routing, configs, initial, grads, errors);
     for (const Job& job : jobs) {
       if (errors.count(job.key)) {
-        CaseResult r = named(job.key);
-        r.detail = errors[job.key];
-        out.push_back(r);
+        out.push_back(named(job.key, errors[job.key]));
         continue;
       }
       const OptimizerConfig& config = configs.at(job.key.substr(job.key.rfind('/') + 1));
@@ -365,17 +368,13 @@ std::vector<CaseResult> run_nccl_cases(const NcclVerifyOptions& o) {
   for (const Job& job : jobs) {
     const std::string preset = job.key.substr(job.key.rfind('/') + 1);
     if (errors.count(job.key)) {
-      CaseResult r = named(job.key);
-      r.detail = errors[job.key];
-      out.push_back(r);
+      out.push_back(named(job.key, errors[job.key]));
       continue;
     }
     const Flat& got = multi.at(job.key);
     if (job.key.find("dedicated-bitwise") != std::string::npos) {
       if (!one.count(job.key)) {
-        CaseResult r = named(job.key + "/vs-1-gpu");
-        r.detail = single_errors.count(job.key) ? single_errors[job.key] : "no 1-GPU result";
-        out.push_back(r);
+        out.push_back(named(job.key + "/vs-1-gpu", single_errors.count(job.key) ? single_errors[job.key] : "no 1-GPU result"));
         continue;
       }
       out.push_back(compare_with_one_gpu(job.key + "/vs-1-gpu", got, one.at(job.key), model));

@@ -29,6 +29,22 @@ struct Store {
 // a sharded call (core/plan/ns_sharding.hpp). With one block each sum is the single product.
 using Shards = std::vector<Eigen::MatrixXd>;
 
+// A B for m x m operands: whole (blocks = 1) or, for a call that splits its products over
+// `blocks` members, as the column blocks D[:, J_i] = A B[:, J_i] each member computes.
+struct Products {
+  int blocks = 1;
+  Eigen::MatrixXd operator()(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B) const {
+    if (blocks <= 1) return A * B;
+    Eigen::MatrixXd D(A.rows(), B.cols());
+    const Eigen::Index width = (B.cols() + blocks - 1) / blocks;
+    for (Eigen::Index c0 = 0; c0 < B.cols(); c0 += width) {
+      const Eigen::Index w = std::min(width, B.cols() - c0);
+      D.middleCols(c0, w) = A * B.middleCols(c0, w);
+    }
+    return D;
+  }
+};
+
 // X X^T summed over the blocks, stored.
 Eigen::MatrixXd gram(const Shards& X, const Store& store) {
   Eigen::MatrixXd A = X.front() * X.front().transpose();
@@ -88,13 +104,13 @@ Eigen::MatrixXd stored(Eigen::MatrixXd m, const Store& store) {
 
 // A = X X^T; B = b A + c A A; X = a X + B X. fused: B and the new X are single fused-epilogue
 // stores. separate: each of b*A, c*A, (c*A) A, their sum, a*X, B X and their sum is stored.
-void standard_iterations(Shards& X, const NsConfig& ns, const Store& store) {
+void standard_iterations(Shards& X, const NsConfig& ns, const Store& store, const Products& mul) {
   const bool fused = ns.products == NsProducts::fused;
   for (int t = 0; t < ns.steps; ++t) {
     const NsCoefficient k = ns.coefficient(t);
     const Eigen::MatrixXd A = gram(X, store);
-    Eigen::MatrixXd B = fused ? Eigen::MatrixXd(k.b * A + k.c * (A * A))
-                              : Eigen::MatrixXd(stored(k.b * A, store) + stored(stored(k.c * A, store) * A, store));
+    Eigen::MatrixXd B = fused ? Eigen::MatrixXd(k.b * A + k.c * mul(A, A))
+                              : Eigen::MatrixXd(stored(k.b * A, store) + stored(mul(stored(k.c * A, store), A), store));
     store(B);
     for (auto& x : X) {
       Eigen::MatrixXd next = fused ? Eigen::MatrixXd(k.a * x + B * x)  // a fresh matrix: no aliasing with x
@@ -121,7 +137,7 @@ bool restarts_before(const NsConfig& ns, int t) {
 // Gram NS (kernel-anchors 1.2): iterate on R = X X^T (m x m) and accumulate Q, a polynomial in
 // R, so that the result is Q X. A restart folds Q into X and recomputes R from it, which
 // resets the rounding error R has collected. The a*I terms ride in epilogues (Q Z + a Q, ...).
-void gram_iterations(Shards& X, const NsConfig& ns, const Store& store) {
+void gram_iterations(Shards& X, const NsConfig& ns, const Store& store, const Products& mul) {
   const Eigen::Index m = X.front().rows();
   const int last = ns.steps - 1;
   Eigen::MatrixXd R = gram(X, store);
@@ -133,20 +149,20 @@ void gram_iterations(Shards& X, const NsConfig& ns, const Store& store) {
       R = gram(X, store);
       Q.reset();
     }
-    Eigen::MatrixXd Z = k.b * R + k.c * (R * R);
+    Eigen::MatrixXd Z = k.b * R + k.c * mul(R, R);
     store(Z);
     // DMuon's order and roundings: Q = addmm(Q, Z, Q, beta=a) is Z Q + a Q in one epilogue (Z and Q
     // commute only in exact arithmetic), and the first Q = Z + a*I adds a tensor a*I that torch
     // stores in the compute dtype, so the diagonal gets a rounded to it, then the sum is rounded.
     Eigen::MatrixXd next_Q =
-        Q ? Eigen::MatrixXd(Z * *Q + k.a * *Q) : Eigen::MatrixXd(Z + store(k.a) * Eigen::MatrixXd::Identity(m, m));
+        Q ? Eigen::MatrixXd(mul(Z, *Q) + k.a * *Q) : Eigen::MatrixXd(Z + store(k.a) * Eigen::MatrixXd::Identity(m, m));
     store(next_Q);
     Q = std::move(next_Q);
     // R is only needed by the next iteration, and a restart recomputes it from X anyway.
     if (t < last && !restarts_before(ns, t + 1)) {
-      Eigen::MatrixXd RZ = R * Z + k.a * R;
+      Eigen::MatrixXd RZ = mul(R, Z) + k.a * R;
       store(RZ);
-      Eigen::MatrixXd next_R = Z * RZ + k.a * RZ;
+      Eigen::MatrixXd next_R = mul(Z, RZ) + k.a * RZ;
       store(next_R);
       R = std::move(next_R);
     }
@@ -154,14 +170,14 @@ void gram_iterations(Shards& X, const NsConfig& ns, const Store& store) {
   if (Q) left_multiply(*Q, X, store);  // no Q: zero steps
 }
 
-// The whole call on the blocks, in place.
-void iterate(Shards& X, const NsConfig& ns, Rounding rounding) {
+// The whole call on the blocks, in place; `mul` computes its m x m products.
+void iterate(Shards& X, const NsConfig& ns, Rounding rounding, const Products& mul = {}) {
   normalise(X, ns, rounding);  // a zero input stays zero through the iterations
   const Store store{rounding, ns.compute_dtype};
   if (ns.variant == NsVariant::gram) {
-    gram_iterations(X, ns, store);
+    gram_iterations(X, ns, store, mul);
   } else {
-    standard_iterations(X, ns, store);
+    standard_iterations(X, ns, store, mul);
   }
 }
 
@@ -183,7 +199,7 @@ Eigen::MatrixXd newton_schulz(const Eigen::MatrixXd& G, const NsConfig& ns, Roun
 }
 
 std::vector<Eigen::MatrixXd> sharded_newton_schulz(std::vector<Eigen::MatrixXd> shards, const NsConfig& ns,
-                                                   Rounding rounding) {
+                                                   Rounding rounding, bool split_products) {
   if (shards.empty()) throw Error("sharded_newton_schulz: no shards");
   for (const auto& x : shards) {
     if (x.rows() != shards.front().rows() || x.cols() == 0) {
@@ -191,7 +207,13 @@ std::vector<Eigen::MatrixXd> sharded_newton_schulz(std::vector<Eigen::MatrixXd> 
                   " rows and at least one column");
     }
   }
-  iterate(shards, ns, rounding);
+  const int k = static_cast<int>(shards.size());
+  const Eigen::Index m = shards.front().rows();
+  if (split_products && (m + k - 1) / k * (k - 1) >= m) {
+    throw Error("sharded_newton_schulz: " + std::to_string(m) + " product columns cannot give each of " +
+                std::to_string(k) + " members one");
+  }
+  iterate(shards, ns, rounding, Products{split_products ? k : 1});
   return shards;
 }
 

@@ -23,9 +23,12 @@ Eigen::MatrixXd newton_schulz(const Eigen::MatrixXd& G, const NsConfig& ns, Roun
 // blocks [X_0 ... X_{k-1}] of the already wide (m <= n) input, every one m rows; returns the
 // output's blocks. Every sum over columns (the squared norm, each X X^T) is taken block by
 // block in block order, as the all-reduce does; with one shard this IS newton_schulz's
-// iteration. Throws dmuon::Error for no shard, ragged rows or an empty shard.
+// iteration. split_products (Op::ns_product_begin): every m x m product is computed in k column
+// blocks (ns_product_columns), block i as member i computes it; the all-gathers move those bits
+// unchanged, so they are no step here. Throws dmuon::Error for no shard, ragged rows, an empty
+// shard, or a split that leaves a member without a product column.
 std::vector<Eigen::MatrixXd> sharded_newton_schulz(std::vector<Eigen::MatrixXd> shards, const NsConfig& ns,
-                                                   Rounding rounding);
+                                                   Rounding rounding, bool split_products = false);
 
 // The divisor newton_schulz applies to the (transposed) input with Frobenius norm
 // `frobenius`: clamp: max(frobenius * scale, eps); add: frobenius * scale + eps.

@@ -248,7 +248,8 @@ void PlanInterpreter::sharded_newton_schulz(const std::vector<std::pair<int, int
   const MuonMatrix& mm = routing_.muon_matrices[m];
   if (skip_[mm.param]) return;
   const Region whole = matrix_region(routing_, m);
-  const bool transposed = mm.rows > mm.cols;  // as newton_schulz: work on the wide orientation
+  // X = G^T for tall and square matrices (ns_shard_by_stored_rows: members hold rows of G).
+  const bool transposed = ns_shard_by_stored_rows(mm);
   const Eigen::Index wide_rows = std::min(mm.rows, mm.cols);
   using Strided = Eigen::Map<RowMajor, 0, Eigen::OuterStride<>>;
   auto block = [&](int rank, BufferKind kind, const Op& op) {  // this member's columns, in place
@@ -266,7 +267,7 @@ void PlanInterpreter::sharded_newton_schulz(const std::vector<std::pair<int, int
     const Strided in = block(rank, BufferKind::ns_input, plan_.ranks[at(rank)][at(index)]);
     shards.push_back(transposed ? Eigen::MatrixXd(in.transpose()) : Eigen::MatrixXd(in));
   }
-  shards = ref::sharded_newton_schulz(std::move(shards), config_.muon.ns, rounding_);
+  shards = ref::sharded_newton_schulz(std::move(shards), config_.muon.ns, rounding_, splits_ns_products(first));
   for (std::size_t j = 0; j < ordered.size(); ++j) {
     const auto [rank, index] = ordered[j];
     Strided out = block(rank, BufferKind::ns_output, plan_.ranks[at(rank)][at(index)]);

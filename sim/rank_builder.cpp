@@ -152,33 +152,38 @@ int RankBuilder::collective_op(int c, const std::vector<int>& members, std::vect
 }
 
 // A member of a sharded Newton-Schulz call (core/plan/ns_sharding.hpp): its all-reduces on the
-// group, one launch each (the squared norm, then every m x m Gram product), on the compute
+// group, one launch each (the squared norm, then every m x m Gram product), and a split call's
+// all-gathers of its m x m products (Op::ns_product_begin), on the compute
 // stream because the next GEMM waits for each; then the member's share of the compute. The
 // all-reduces are listed before the compute (the GPU interleaves them; the sum is the same
 // while nothing else runs on the stream).
 int RankBuilder::sharded_ns(int i, const NsTime& priced) {
   const Op& op = plan_.ranks[static_cast<std::size_t>(rank_)][static_cast<std::size_t>(i)];
   const MuonMatrix& mm = routing_.muon_matrices.at(op.matrices.at(0));
-  const NsShardComm comm = ns_shard_comm(ns_kernel_of(*ns), mm.rows, mm.cols, ns->steps, ns->restarts);
+  const std::vector<int>& members = plan_.groups[static_cast<std::size_t>(op.group)].ranks;
+  const NsShardComm comm = ns_shard_comm(ns_kernel_of(*ns), mm.rows, mm.cols, ns->steps, ns->restarts,
+                                         splits_ns_products(op) ? static_cast<int>(members.size()) : 1);
+  const int launches = 1 + comm.matrix_all_reduces + comm.product_all_gathers;
   const auto id = static_cast<std::size_t>(op.collective);
   if (id >= by_id.size()) by_id.resize(std::max(id + 1, 2 * by_id.size()), -1);
   if (by_id[id] < 0) {  // first member seen: the group's collectives, consecutive
     by_id[id] = static_cast<int>(prog_.collectives.size());
-    for (int k = 0; k <= comm.matrix_all_reduces; ++k) {
+    for (int k = 0; k < launches; ++k) {
+      const bool gather = k > comm.matrix_all_reduces;
       SimCollective c;
-      c.call.kind = OpKind::all_reduce;
-      c.call.members = plan_.groups[static_cast<std::size_t>(op.group)].ranks;
-      c.call.bytes = k == 0 ? 8 : comm.bytes_each;
+      c.call.kind = gather ? OpKind::all_gather : OpKind::all_reduce;
+      c.call.members = members;
+      c.call.bytes = k == 0 ? 8 : gather ? comm.gather_bytes_each : comm.bytes_each;
       c.phase = Phase::optimizer;
       c.stream = kComputeStream;
-      c.label = (k == 0 ? "NS norm " : "NS Gram product ") + op.label;
+      c.label = (k == 0 ? "NS norm " : gather ? "NS product gather " : "NS Gram product ") + op.label;
       c.group = plan_.groups[static_cast<std::size_t>(op.group)].name;
       c.calls = 1;
       prog_.collectives.push_back(std::move(c));
     }
   }
   int last = collective_op(by_id[id], {i}, {});
-  for (int k = 1; k <= comm.matrix_all_reduces; ++k) last = collective_op(by_id[id] + k, {}, {last});
+  for (int k = 1; k < launches; ++k) last = collective_op(by_id[id] + k, {}, {last});
   SimOp s{kComputeStream, Phase::optimizer, std::string(to_string(op.kind)), op.label, priced.seconds, -1, {last},
           std::string(source_class(priced.source))};
   s.launches = 1;

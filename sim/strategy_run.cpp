@@ -37,15 +37,7 @@ json run_here(const Scenario& scenario, Strategy strategy, const CostModel& cost
   const auto t0 = std::chrono::steady_clock::now();
   const Routing routing = route_parameters(scenario.model, scenario.routing);
   const Mesh mesh = mesh_for_cluster(scenario.cluster);
-  StepPlanOptions plan_options;
-  if (scenario.planner.striped_bucket_bytes_per_rail) {
-    plan_options.plan.striped_bucket_bytes_per_rail = *scenario.planner.striped_bucket_bytes_per_rail;
-  }
-  if (scenario.planner.striped_run_ahead) plan_options.plan.striped_run_ahead = *scenario.planner.striped_run_ahead;
-  if (const auto& from = scenario.planner.striped_all_reduce_from_nodes) plan_options.plan.striped_all_reduce_from_nodes = *from;
-  // Sharded Newton-Schulz is priced with the node's NVLink (per direction, after efficiency).
-  if (scenario.planner.sharded_ns) plan_options.sharded_ns = *scenario.planner.sharded_ns;
-  if (const auto& nvlink = scenario.cluster.nvlink) plan_options.node_link = {nvlink->bw_GBps * nvlink->efficiency, nvlink->latency_us};
+  StepPlanOptions plan_options = plan_options_for(scenario);
   if (options.check_memory) plan_options.memory_limit = StepPlanOptions::MemoryLimit{scenario.training, scenario.cluster.gpu_memory_GiB};
   auto* step = new StepPlan(plan_step(scenario.model, routing, scenario.optimizer, strategy, mesh, cost, plan_options));
   const MemoryBreakdown memory = memory_per_gpu(step->plan, scenario.model, routing, scenario.training);

@@ -66,6 +66,29 @@ TEST_CASE("the engine's sharded call matches the single-device reference within 
   }
 }
 
+TEST_CASE("split m x m products on the engine match the reference, gathering as the simulator prices", "[gpu]") {
+  if (skip_without_gpu()) return;
+  // m = 96 over 2 and 3; m = 250 over 4 (blocks of 63, the last 61: a padded all-gather).
+  for (auto [m, n, k] : {std::tuple{96L, 640L, 2}, std::tuple{96L, 999L, 3}, std::tuple{250L, 771L, 4}}) {
+    const Eigen::MatrixXd x = verify::gaussian_matrix(m, n, 17 + m);
+    const Eigen::VectorXd sigma = Eigen::BDCSVD<Eigen::MatrixXd>(x).singularValues();
+    const double kappa = sigma(0) / sigma(sigma.size() - 1);
+    for (const std::string preset : {"torch", "dmuon"}) {
+      const NsConfig ns = optimizer_preset(preset).muon.ns;
+      const Eigen::MatrixXd want = ref::newton_schulz(x, ns, ref::Rounding::emulate);
+      const NsImpl impl = ns.variant == NsVariant::gram ? NsImpl::gram : NsImpl::standard;
+      for (const bool column_major : {false, true}) {
+        INFO(m << "x" << n << " " << preset << " k " << k << (column_major ? " column-major" : " row-major"));
+        int gathers = 0;
+        const auto got =
+            verify::gpu_sharded_newton_schulz(column_blocks(x, k), ns, impl, DType::bf16, column_major, true, &gathers);
+        CHECK(rel(joined(got), want) < 2 * ns_rounding_tolerance(ns, kappa));
+        CHECK(gathers == ns_split_gathers(ns_kernel_of(ns), ns.steps, ns.restarts));
+      }
+    }
+  }
+}
+
 TEST_CASE("one member alone is the engine's own call within the accuracy gate", "[gpu]") {
   if (skip_without_gpu()) return;
   const Eigen::MatrixXd x = verify::gaussian_matrix(96, 640, 5);

@@ -1,6 +1,7 @@
 // The NCCL executor on 2 GPUs against the reference (every strategy within the NS engine's
 // accuracy gate; dedicated bitwise equal to the same kernels on 1 GPU; owner-striped with sharded
-// Newton-Schulz, standard and Gram, the sharded matrix wide and tall), and a wrong job size
+// Newton-Schulz, standard and Gram, the sharded matrix wide and tall, its products whole and
+// split, the sharded matrix square too), and a wrong job size
 // rejected with a clear error. Skips (tests/gpu_skip.hpp) when fewer than 2 GPUs are visible.
 #include <set>
 #include <string>
@@ -27,12 +28,15 @@ TEST_CASE("every strategy on 2 GPUs matches the reference; dedicated matches 1 G
     names.insert(r.name);
   }
   // The sharded Newton-Schulz case ran (its Plans hold a sharded call: the harness fails the
-  // case otherwise), for both orientations and both presets, and was compared with the reference.
-  for (const std::string orientation : {"wide", "tall"}) {
-    for (const std::string preset : {"torch", "dmuon"}) {
-      const std::string name = "nccl/owner-striped-sharded-ns/" + orientation + "/" + preset + "/muon-vs-reference";
-      INFO(name);
-      CHECK(names.count(name) == 1);
+  // case otherwise), for both orientations and both presets, with the m x m products whole and
+  // split (column blocks and all-gathers), and was compared with the reference.
+  for (const std::string orientation : {"wide", "tall", "square"}) {
+    for (const std::string split : {"", "split-products/"}) {
+      for (const std::string preset : {"torch", "dmuon"}) {
+        const std::string name = "nccl/owner-striped-sharded-ns/" + orientation + "/" + split + preset + "/muon-vs-reference";
+        INFO(name);
+        CHECK(names.count(name) == 1);
+      }
     }
   }
 }

@@ -25,8 +25,9 @@ using namespace dmuon;
 namespace {
 
 struct Case {
-  explicit Case(bool tall, const std::string& preset = "torch")
-      : model(verify::sharded_ns_test_model(tall)), routing(route_parameters(model, {})), config(optimizer_preset(preset)) {}
+  explicit Case(bool tall, const std::string& preset = "torch") : Case(std::string(tall ? "tall" : "wide"), preset) {}
+  Case(const std::string& orientation, const std::string& preset)
+      : model(verify::sharded_ns_test_model(orientation)), routing(route_parameters(model, {})), config(optimizer_preset(preset)) {}
   ModelSpec model;
   Routing routing;
   OptimizerConfig config;
@@ -148,37 +149,54 @@ TEST_CASE("ns_shard_member refuses what is not this rank's share of a sharded ca
   Op empty = good;
   empty.ns_column_end = empty.ns_column_begin;
   CHECK_THAT(error(empty, rank), Catch::Contains("layers.1.mlp.weight"));
+  // A split call's member: its block of the 96 product columns for its place, nothing else.
+  const Plan split = c.plan(verify::free_link_plan_options(ProductSplit::always));
+  const auto [split_rank, split_index] = sharded_ops(split).front();
+  const Op& member = split.ranks[split_rank][split_index];
+  const exec::NsShardMember s = exec::ns_shard_member(member, split, split_rank, c.routing, "rank 0 op 9");
+  CHECK(s.split_products);
+  CHECK(std::make_pair(member.ns_product_begin, member.ns_product_end) == ns_product_columns(96, 2, s.position));
+  Op shifted = member;
+  shifted.ns_product_end -= 1;
+  try {
+    (void)exec::ns_shard_member(shifted, split, split_rank, c.routing, "rank 0 op 9");
+    FAIL("a shifted product block was accepted");
+  } catch (const Error& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Contains("rank 0 op 9: product columns [") && Catch::Contains("block of 96 over 2"));
+  }
 }
 
 TEST_CASE("the CPU interpreter runs the verify case's sharded Plans to the reference", "[sharded-ns][nccl]") {
-  for (const bool tall : {false, true}) {
-    for (const std::string preset : {"torch", "dmuon"}) {
-      INFO((tall ? "tall " : "wide ") << preset);
-      const Case c(tall, preset);
-      const Plan plan = c.plan(verify::free_link_plan_options());
-      REQUIRE(sharded_ns_calls(plan) == 1);
-      std::mt19937_64 rng(11);
-      std::normal_distribution<double> normal(0.0, 1.0);
-      auto random = [&](const ModelSpec& m) {
-        std::vector<Eigen::VectorXd> out;
-        for (const auto& p : m.params) {
-          Eigen::VectorXd v(p.numel());
-          for (Eigen::Index i = 0; i < v.size(); ++i) v[i] = normal(rng);
-          out.push_back(v);
+  for (const std::string orientation : {"wide", "tall", "square"}) {
+    for (const ProductSplit split : {ProductSplit::never, ProductSplit::always}) {
+      for (const std::string preset : {"torch", "dmuon"}) {
+        INFO(orientation << " " << preset << " products " << to_string(split));
+        const Case c(orientation, preset);
+        const Plan plan = c.plan(verify::free_link_plan_options(split));
+        REQUIRE(sharded_ns_calls(plan) == 1);
+        std::mt19937_64 rng(11);
+        std::normal_distribution<double> normal(0.0, 1.0);
+        auto random = [&](const ModelSpec& m) {
+          std::vector<Eigen::VectorXd> out;
+          for (const auto& p : m.params) {
+            Eigen::VectorXd v(p.numel());
+            for (Eigen::Index i = 0; i < v.size(); ++i) v[i] = normal(rng);
+            out.push_back(v);
+          }
+          return out;
+        };
+        const auto initial = random(c.model);
+        ref::PlanInterpreter interpreter(plan, c.model, c.routing, c.config, ref::Rounding::exact, initial);
+        ref::ModelStep reference(c.model, c.routing, c.config, false, initial, ref::Rounding::exact);
+        const std::vector<std::vector<Eigen::VectorXd>> grads = {random(c.model), random(c.model)};
+        interpreter.step(grads);
+        reference.step(grads);
+        const auto got = interpreter.params_after_forward();
+        for (std::size_t p = 0; p < c.model.params.size(); ++p) {
+          INFO(c.model.params[p].name);
+          const Eigen::VectorXd& want = reference.params()[p];
+          for (const auto& rank : got) CHECK((rank[p] - want).norm() <= 1e-12 * want.norm());
         }
-        return out;
-      };
-      const auto initial = random(c.model);
-      ref::PlanInterpreter interpreter(plan, c.model, c.routing, c.config, ref::Rounding::exact, initial);
-      ref::ModelStep reference(c.model, c.routing, c.config, false, initial, ref::Rounding::exact);
-      const std::vector<std::vector<Eigen::VectorXd>> grads = {random(c.model), random(c.model)};
-      interpreter.step(grads);
-      reference.step(grads);
-      const auto got = interpreter.params_after_forward();
-      for (std::size_t p = 0; p < c.model.params.size(); ++p) {
-        INFO(c.model.params[p].name);
-        const Eigen::VectorXd& want = reference.params()[p];
-        for (const auto& rank : got) CHECK((rank[p] - want).norm() <= 1e-12 * want.norm());
       }
     }
   }

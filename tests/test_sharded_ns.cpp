@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "catch_compat.hpp"
+#include "interpreter_vs_reference.hpp"
 #include "ns_shard_blocks.hpp"
 #include "error_message.hpp"
 #include "core/cost/device_profile.hpp"
@@ -25,32 +26,12 @@
 #include "reference/plan_interpreter.hpp"
 
 using namespace dmuon;
+using test::random_matrix;
 using dmuon::ref::Rounding;
-using Params = std::vector<Eigen::VectorXd>;
 
 namespace {
 
-Eigen::MatrixXd random_matrix(Eigen::Index rows, Eigen::Index cols, unsigned seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  Eigen::MatrixXd m(rows, cols);
-  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = normal(rng);
-  return m;
-}
-
 using test::column_blocks;
-
-Params random_params(const ModelSpec& model, unsigned seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  Params out;
-  for (const auto& p : model.params) {
-    Eigen::VectorXd v(p.numel());
-    for (Eigen::Index i = 0; i < v.size(); ++i) v[i] = normal(rng);
-    out.push_back(v);
-  }
-  return out;
-}
 
 // owner-striped with most matrices sharded: k = 2, 3, 4 (capped at the node's GPUs) in turn,
 // every fourth matrix whole; a call over fewer than all GPUs of a node sits at its end, so
@@ -93,7 +74,7 @@ std::vector<std::pair<int, int>> first_call(const Plan& plan, std::size_t k) {
 
 }  // namespace
 
-TEST_CASE("sharded Newton-Schulz equals single-device NS within 1e-12 in fp64", "[sharded-ns]") {
+TEST_CASE("sharded Newton-Schulz equals single-device NS within 1e-12 in fp64, products whole or split", "[sharded-ns]") {
   const std::vector<std::pair<int, int>> shapes = {{16, 40}, {40, 16}, {24, 24}, {7, 31}, {33, 10}};
   for (const std::string preset : {"torch", "dmuon", "moonlight"}) {
     const NsConfig ns = optimizer_preset(preset).muon.ns;
@@ -104,15 +85,19 @@ TEST_CASE("sharded Newton-Schulz equals single-device NS within 1e-12 in fp64", 
       // One block is single-device NS itself, bit for bit.
       const auto one = ref::sharded_newton_schulz({wide}, ns, Rounding::exact);
       CHECK(((rows > cols ? Eigen::MatrixXd(one[0].transpose()) : one[0]).array() == want.array()).all());
-      for (int k : {2, 3, 4}) {
-        INFO(preset << " " << rows << "x" << cols << " over " << k << " (ragged: " << (wide.cols() % k != 0) << ")");
-        const auto blocks = ref::sharded_newton_schulz(column_blocks(wide, k), ns, Rounding::exact);
-        Eigen::MatrixXd got(wide.rows(), wide.cols());
-        Eigen::Index at = 0;
-        for (const auto& b : blocks) got.middleCols(at, b.cols()) = b, at += b.cols();
-        if (rows > cols) got.transposeInPlace();
-        CHECK((got - want).cwiseAbs().maxCoeff() <= 1e-12);
-        CHECK(want.cwiseAbs().maxCoeff() > 0.1);  // a real output, not two zeros agreeing
+      // Products whole, and split (Op::ns_product_begin; m = 7 over 4: blocks of 2, 2, 2, 1).
+      for (const bool split : {false, true}) {
+        for (int k : {2, 3, 4}) {
+          INFO(preset << " " << rows << "x" << cols << " over " << k << " (ragged: " << (wide.cols() % k != 0)
+                      << ", products " << (split ? "split" : "whole") << ")");
+          const auto blocks = ref::sharded_newton_schulz(column_blocks(wide, k), ns, Rounding::exact, split);
+          Eigen::MatrixXd got(wide.rows(), wide.cols());
+          Eigen::Index at = 0;
+          for (const auto& b : blocks) got.middleCols(at, b.cols()) = b, at += b.cols();
+          if (rows > cols) got.transposeInPlace();
+          CHECK((got - want).cwiseAbs().maxCoeff() <= 1e-12);
+          CHECK(want.cwiseAbs().maxCoeff() > 0.1);  // a real output, not two zeros agreeing
+        }
       }
     }
   }
@@ -136,23 +121,7 @@ TEST_CASE("the interpreter runs owner-striped with sharded Newton-Schulz to the 
       const Plan plan = sharded_plan(model, routing, mesh, &shards);
       REQUIRE(validate_error(plan, model, routing) == "(no error)");
       REQUIRE(std::count_if(shards.begin(), shards.end(), [](int k) { return k > 1; }) >= 3);
-      const Params initial = random_params(model, 7);
-      const auto config = optimizer_preset(preset);
-      ref::PlanInterpreter interpreter(plan, model, routing, config, Rounding::exact, initial);
-      ref::ModelStep reference(model, routing, config, false, initial, Rounding::exact);
-      for (unsigned step = 1; step <= 2; ++step) {
-        std::vector<Params> grads;
-        for (int r = 0; r < mesh.world(); ++r) grads.push_back(random_params(model, step * 1000 + r));
-        interpreter.step(grads);
-        reference.step(grads);
-      }
-      const auto got = interpreter.params_after_forward();
-      for (std::size_t p = 0; p < model.params.size(); ++p) {
-        INFO("parameter " << model.params[p].name);
-        const Eigen::VectorXd& want = reference.params()[p];
-        REQUIRE((want - initial[p]).norm() > 1e-6 * initial[p].norm());
-        for (const auto& rank : got) CHECK((rank[p] - want).norm() <= 1e-12 * want.norm());
-      }
+      test::check_interpreter_matches_reference(plan, model, routing, optimizer_preset(preset), mesh.world());
     }
   }
 }
@@ -196,13 +165,21 @@ TEST_CASE("Plan::validate refuses malformed sharded Newton-Schulz calls", "[shar
 namespace {
 
 // A model whose three MLP matrices (16384 x 1024, standard NS) each take longer than a GPU's fair
-// share on a 2 x 4 mesh: what sharding is for.
+// share on a 2 x 4 mesh: what sharding is for. Launches cost nothing here, so the strictly wide
+// down_proj (1024 x 16384, one region per row when sharded) shards like the tall ones; with the
+// profile's launch cost it does not (the last case below).
+CostModel free_launch_cost() {
+  DeviceProfile profile = device_profile("a800-sxm4-80gb");
+  profile.launch_overhead_us = 0;
+  return CostModel(profile);
+}
+
 struct WideMlp {
   ModelSpec model = parse_model(YamlValue::load_string(
       "name: wide-mlp\ndtype: bf16\ntransformer: {hidden: 1024, layers: 1, heads: 8, ffn: 16384, vocab: 1000}\n", "wide-mlp"));
   Routing routing = route_parameters(model, {});
   OptimizerConfig optimizer = optimizer_preset("torch");
-  CostModel cost{device_profile("a800-sxm4-80gb")};
+  CostModel cost = free_launch_cost();
 };
 
 StepPlan plan_wide(const WideMlp& f, bool sharded, double nvlink_GBps) {
@@ -247,6 +224,26 @@ TEST_CASE("the planner shards Newton-Schulz where the cost model says it pays", 
                         Catch::Contains("sharded Newton-Schulz is not supported by the NCCL executor") &&
                         Catch::Contains("planner.sharded_ns: false"));
   CHECK_NOTHROW(refuse_sharded_ns(without.plan, "the NCCL executor"));
+}
+
+TEST_CASE("a strictly wide matrix is not sharded where its per-row launches cost more than sharding saves",
+          "[sharded-ns][planner]") {
+  WideMlp f;
+  const NsConfig& ns = f.optimizer.muon.ns;
+  const NodeLink link{160, 3.4};
+  const CostModel launches{device_profile("a800-sxm4-80gb")};
+  REQUIRE(launches.launch_overhead_s() > 0);
+  // 1024 rows x 4 launches each: the wide orientation of the same shape costs that much more.
+  const double tall = sharded_ns_seconds(launches, ns, 16384, 1024, 2, link);
+  const double wide = sharded_ns_seconds(launches, ns, 1024, 16384, 2, link);
+  CHECK(wide - tall == Approx(1024.0 * kStridedLaunchesPerRow * launches.launch_overhead_s()));
+  f.cost = launches;
+  const StepPlan p = plan_wide(f, true, 160);
+  for (const auto& ops : p.plan.ranks) {
+    for (const Op& op : ops) {
+      if (is_sharded_ns(op)) CHECK(ns_shard_by_stored_rows(f.routing.muon_matrices[op.matrices[0]]));
+    }
+  }
 }
 
 TEST_CASE("a scenario's planner.sharded_ns is read strictly", "[sharded-ns][scenario]") {

@@ -18,17 +18,24 @@ using namespace dmuon;
 
 namespace {
 
-// Three 16384 x 1024 MLP matrices (standard NS) and little else on 2 x 4 A800s.
-Scenario wide_mlp(bool sharded) {
+// Three 16384 x 1024 MLP matrices (standard NS; stored tall, so a member's columns of the wide
+// orientation are rows of the matrix: one region, ns_shard_by_stored_rows) and little else on
+// 2 x 4 A800s. (A transformer's down_proj is stored wide, 1024 x 16384: sharded, its member would
+// launch per row, and the planner prices that and leaves it whole.)
+Scenario wide_mlp(bool sharded, const std::string& split = "cheaper") {
   return parse_scenario(
       "name: wide-mlp\n"
-      "model:\n  name: wide\n  transformer: {hidden: 1024, layers: 1, heads: 8, ffn: 16384, vocab: 1000}\n"
+      "model:\n  name: wide\n  dtype: bf16\n  params:\n"
+      "    - {name: embed.weight, shape: [1000, 1024], layer: -1}\n"
+      "    - {name: layers.0.mlp.gate_proj.weight, shape: [16384, 1024], layer: 0}\n"
+      "    - {name: layers.0.mlp.up_proj.weight, shape: [16384, 1024], layer: 0}\n"
+      "    - {name: layers.0.mlp.down_proj.weight, shape: [16384, 1024], layer: 0}\n"
       "optimizer: {preset: torch}\n"
       "cluster:\n  nodes: 2\n  gpus_per_node: 4\n  gpu: a800-sxm4-80gb\n  gpu_memory_GiB: 80\n"
       "  nvlink: {bw_GBps: 200, latency_us: 3.4, efficiency: 0.8}\n"
       "  network: {nics_per_node: 4, nic_bw_Gbps: 200, latency_us: 14, efficiency: 0.96}\n"
       "training: {seq_len: 1024, micro_batch: 1, mfu: 0.4, peak_tflops: 312}\n"
-      "planner: {sharded_ns: " + std::string(sharded ? "true" : "false") + "}\n",
+      "planner: {sharded_ns: " + std::string(sharded ? "true" : "false") + ", split_ns_products: " + split + "}\n",
       "wide-mlp.yaml");
 }
 
@@ -46,6 +53,7 @@ TEST_CASE("the simulator runs a sharded call's all-reduces on NVLink before its 
   int norms = 0, products = 0;
   for (const auto& c : prog.collectives) {
     if (c.label.rfind("NS ", 0) != 0) continue;
+    REQUIRE(c.label.rfind("NS product gather ", 0) != 0);  // nothing split here
     CHECK(c.call.kind == OpKind::all_reduce);
     CHECK(c.stream == sim::kComputeStream);
     CHECK(c.call.members.size() >= 2);
@@ -76,4 +84,26 @@ TEST_CASE("sharding the MLP matrices' Newton-Schulz shortens the simulated step"
   const auto off = sim::run_strategy(wide_mlp(false), Strategy::owner_striped, sim::scenario_cost_model(wide_mlp(false)), kRunDefaults);
   CHECK(on.optimizer_s < 0.8 * off.optimizer_s);
   CHECK(on.step_s < off.step_s);
+}
+
+TEST_CASE("a split call's all-gathers run on the group, in the number and size the cost model prices", "[sim][sharded-ns]") {
+  const Scenario s = wide_mlp(true, "always");
+  const Routing routing = route_parameters(s.model, s.routing);
+  const CostModel cost = sim::scenario_cost_model(s);
+  const StepPlan sp = plan_step(s.model, routing, s.optimizer, Strategy::owner_striped, mesh_for_cluster(s.cluster), cost,
+                                plan_options_for(s));
+  const sim::StepProgram prog = sim::build_step_program(sp.plan, s.model, routing, s.optimizer, cost, s.training);
+  const NsConfig& ns = s.optimizer.muon.ns;
+  int norms = 0, gathers = 0;
+  for (const auto& c : prog.collectives) {
+    if (c.label.rfind("NS norm ", 0) == 0) ++norms;
+    if (c.label.rfind("NS product gather ", 0) != 0) continue;
+    ++gathers;
+    CHECK(c.call.kind == OpKind::all_gather);
+    CHECK(c.stream == sim::kComputeStream);
+    const int k = static_cast<int>(c.call.members.size());
+    CHECK(c.call.bytes == Approx(ns_shard_comm(NsKernel::standard, 16384, 1024, ns.steps, {}, k).gather_bytes_each));
+  }
+  REQUIRE(norms >= 1);
+  CHECK(gathers == norms * ns_split_gathers(NsKernel::standard, ns.steps, {}));
 }

@@ -96,6 +96,13 @@ double ns_useful_flops(long rows, long cols, int steps) {
   return ns_flops(NsKernel::standard, rows, cols, steps, {});
 }
 
+NsProductCounts ns_product_counts(NsKernel kernel, int steps, const std::vector<int>& restarts) {
+  check_call(1, 1, steps, restarts);
+  if (kernel != NsKernel::gram) return {steps, steps, steps};
+  const GramWork w = gram_work(steps, restarts);
+  return {w.square_products, w.gram_products, w.rect_products};
+}
+
 int ns_gemm_count(NsKernel kernel, int steps, const std::vector<int>& restarts) {
   check_call(1, 1, steps, restarts);
   if (kernel == NsKernel::gram) return gram_work(steps, restarts).gemms();

@@ -36,6 +36,16 @@ double ns_flops(NsKernel kernel, long rows, long cols, int steps, const std::vec
 // kernel ran, so that a faster algorithm shows as a higher rate rather than a lower count.
 double ns_useful_flops(long rows, long cols, int steps);
 
+// The GEMMs of one call by kind: m x m products (inner size m: standard's A^2; Gram's Z, Q
+// unless free, the R update's two), X X^T products (m x m from m x n: standard every step, Gram
+// at the start and after each restart) and m x n products (B X; Q X after each restart and for
+// the result). A sharded call's member runs each as a full GEMM (2 m^2 w flops for w columns of
+// the product), symmetric or not: its share of a call is counted so (core/plan/ns_sharding.hpp).
+struct NsProductCounts {
+  int square = 0, gram = 0, rect = 0;
+};
+NsProductCounts ns_product_counts(NsKernel kernel, int steps, const std::vector<int>& restarts);
+
 // GEMM launches of one call (a batched call launches each once for the whole batch).
 // standard and symmetric: 3 per step. gram: 1 (R) + per step Z, Q unless free, 2 for the R
 // update when it runs, 2 per restart, 1 final Q X; 19 for T = 5 with no restart.

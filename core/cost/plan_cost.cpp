@@ -87,6 +87,11 @@ void check_regions(const Op& op, const ModelSpec& model, std::size_t rank) {
   }
 }
 
+// The m x m product columns a sharded member computes (0: every product whole).
+std::int64_t product_columns(const Op& op) {
+  return splits_ns_products(op) ? op.ns_product_end - op.ns_product_begin : 0;
+}
+
 }  // namespace
 
 void annotate_plan(Plan& plan, const ModelSpec& model, const Routing& routing, const OptimizerConfig& optimizer) {
@@ -101,10 +106,13 @@ void annotate_plan(Plan& plan, const ModelSpec& model, const Routing& routing, c
       if (is_sharded_ns(op)) {  // this member's share; payload: its all-reduces
         const MuonMatrix& mm = routing.muon_matrices.at(op.matrices.at(0));
         const std::int64_t columns = op.ns_column_end - op.ns_column_begin;
-        op.flops = ns_shard_flops(kernel, mm.rows, mm.cols, columns, ns.steps, ns.restarts);
+        op.flops = ns_shard_flops(kernel, mm.rows, mm.cols, columns, ns.steps, ns.restarts, product_columns(op));
         op.memory_bytes = 2.0 * 2.0 * double(ns_wide_rows(mm)) * double(columns);
-        const NsShardComm comm = ns_shard_comm(kernel, mm.rows, mm.cols, ns.steps, ns.restarts);
-        op.payload_bytes = comm.matrix_all_reduces * comm.bytes_each + 8;
+        const int members = static_cast<int>(plan.groups.at(static_cast<std::size_t>(op.group)).ranks.size());
+        const NsShardComm comm =
+            ns_shard_comm(kernel, mm.rows, mm.cols, ns.steps, ns.restarts, splits_ns_products(op) ? members : 1);
+        op.payload_bytes = comm.matrix_all_reduces * comm.bytes_each +
+                           comm.product_all_gathers * comm.gather_bytes_each + 8;
         continue;
       }
       if (op.kind == OpKind::newton_schulz) {
@@ -138,13 +146,12 @@ NsTime compute_op_time(const Op& op, const Routing& routing, const OptimizerConf
       total.seconds += t.seconds;
       if (rank(t.source) < rank(total.source)) total.source = t.source;
     }
-    // A sharded call's member: the whole call's rate, for its share of the flops (its
-    // all-reduces are priced as collectives by whoever executes the Plan).
+    // A sharded call's member: the whole call's time, for its share of the work (ns_shard_share;
+    // its all-reduces and all-gathers are priced as collectives by whoever executes the Plan).
     if (is_sharded_ns(op)) {
       const MuonMatrix& mm = routing.muon_matrices.at(op.matrices.at(0));
-      const NsKernel kernel = ns_kernel_of(ns);
-      total.seconds *= ns_shard_flops(kernel, mm.rows, mm.cols, op.ns_column_end - op.ns_column_begin, ns.steps, ns.restarts) /
-                       ns_flops(kernel, mm.rows, mm.cols, ns.steps, ns.restarts);
+      total.seconds *= ns_shard_share(ns_kernel_of(ns), mm.rows, mm.cols, op.ns_column_end - op.ns_column_begin, ns.steps,
+                                      ns.restarts, product_columns(op));
     }
     return total;
   }

@@ -216,6 +216,11 @@ PlannerSpec parse_planner(const YamlValue& value) {
   }
   if (auto v = m.find("striped_run_ahead")) p.striped_run_ahead = v->as_bool();
   if (auto v = m.find("sharded_ns")) p.sharded_ns = v->as_bool();
+  if (auto v = m.find("split_ns_products")) {
+    const std::string name = v->as_string();
+    p.split_ns_products = parse_product_split(name);
+    if (!p.split_ns_products) v->fail("must be never, cheaper or always, got '" + name + "'");
+  }
   if (auto v = m.find("striped_all_reduce_from_nodes")) {
     const std::int64_t nodes = v->as_positive_int();
     if (nodes > std::numeric_limits<int>::max()) v->fail("must be at most " + std::to_string(std::numeric_limits<int>::max()));

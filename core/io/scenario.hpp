@@ -28,6 +28,7 @@
 #include "core/cost/nccl_channels.hpp"
 #include "core/optimizer/optimizer_config.hpp"
 #include "core/model/routing.hpp"
+#include "core/plan/product_split.hpp"
 #include "core/plan/strategy.hpp"
 
 namespace dmuon {
@@ -115,6 +116,7 @@ struct PlannerSpec {
   std::optional<bool> striped_run_ahead;                // Op::run_ahead on its broadcasts
   std::optional<int> striped_all_reduce_from_nodes;     // Op::via_all_reduce from R nodes
   std::optional<bool> sharded_ns;                       // StepPlanOptions::sharded_ns
+  std::optional<ProductSplit> split_ns_products;        // StepPlanOptions::split_ns_products
 };
 
 struct Scenario {

@@ -21,6 +21,7 @@ using ShardedCost = std::function<double(long rows, long cols, int k)>;
 struct ShardedAssignment {
   Assignment assignment;  // owners (a sharded call's first member) and per-rank loads
   std::vector<int> shards;  // per matrix: GPUs sharing its call (1 = whole on its owner)
+  std::vector<bool> split_products;  // per matrix: its call splits its m x m products (the step planner's)
 };
 
 // For a cap K on k: a matrix whose single-GPU call takes longer than the fair share (every

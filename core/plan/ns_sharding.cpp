@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <set>
 
+#include "core/cost/ns_flops.hpp"
 #include "core/error.hpp"
 
 namespace dmuon {
 
 std::int64_t ns_wide_rows(const MuonMatrix& matrix) { return std::min(matrix.rows, matrix.cols); }
 std::int64_t ns_wide_columns(const MuonMatrix& matrix) { return std::max(matrix.rows, matrix.cols); }
+bool ns_shard_by_stored_rows(const MuonMatrix& matrix) { return matrix.rows >= matrix.cols; }
 
 bool ns_shardable(std::int64_t n, int k) {
   if (k < 1 || n < k) return false;
@@ -35,7 +37,7 @@ std::vector<Region> ns_shard_regions(const Routing& routing, std::size_t matrix,
     throw Error("sharded Newton-Schulz: columns [" + std::to_string(begin) + ", " + std::to_string(end) +
                 ") of matrix '" + mm.name + "' (" + std::to_string(ns_wide_columns(mm)) + " columns)");
   }
-  if (mm.rows > mm.cols) return {{whole.param, whole.offset + begin * mm.cols, (end - begin) * mm.cols}};
+  if (ns_shard_by_stored_rows(mm)) return {{whole.param, whole.offset + begin * mm.cols, (end - begin) * mm.cols}};
   std::vector<Region> out;
   out.reserve(static_cast<std::size_t>(mm.rows));
   for (std::int64_t r = 0; r < mm.rows; ++r) out.push_back({whole.param, whole.offset + r * mm.cols + begin, end - begin});
@@ -52,21 +54,57 @@ std::vector<NsShardHolding> ns_shard_holdings(const Routing& routing, std::size_
   return out;
 }
 
+std::pair<std::int64_t, std::int64_t> ns_product_columns(std::int64_t m, int k, int i) {
+  return ns_shard_columns(m, k, i);
+}
+
+int ns_split_gathers(NsKernel kernel, int steps, const std::vector<int>& restarts) {
+  if (kernel != NsKernel::gram) return steps;
+  auto restart_at = [&](int t) { return t != 0 && std::find(restarts.begin(), restarts.end(), t) != restarts.end(); };
+  int gathers = 1;  // Q for the result
+  for (int t = 0; t < steps; ++t) {
+    if (restart_at(t)) gathers += 1;                     // Q for X_j = Q X_j
+    gathers += 1;                                        // Z
+    if (t < steps - 1 && !restart_at(t + 1)) gathers += 1;  // R
+  }
+  return gathers;
+}
+
 double ns_shard_flops(NsKernel kernel, std::int64_t rows, std::int64_t cols, std::int64_t columns, int steps,
-                      const std::vector<int>& restarts) {
+                      const std::vector<int>& restarts, std::int64_t product_columns) {
   const double m = double(std::min(rows, cols)), n = double(std::max(rows, cols));
   const long mi = static_cast<long>(m);
   // ns_flops is S m^3 + c m^2 n for every kernel: c from two widths, then only the m^2 n part
   // shrinks to this member's columns.
   const double c = (ns_flops(kernel, mi, 2 * mi, steps, restarts) - ns_flops(kernel, mi, mi, steps, restarts)) / (m * m * m);
-  return ns_flops(kernel, rows, cols, steps, restarts) - c * m * m * (n - double(columns));
+  const double whole_squares = ns_flops(kernel, rows, cols, steps, restarts) - c * m * m * n;
+  const double squares = product_columns > 0
+                             ? 2.0 * ns_product_counts(kernel, steps, restarts).square * m * m * double(product_columns)
+                             : whole_squares;
+  return squares + c * m * m * double(columns);
 }
 
-NsShardComm ns_shard_comm(NsKernel kernel, std::int64_t rows, std::int64_t cols, int steps, const std::vector<int>& restarts) {
+double ns_shard_share(NsKernel kernel, std::int64_t rows, std::int64_t cols, std::int64_t columns, int steps,
+                      const std::vector<int>& restarts, std::int64_t product_columns) {
+  const double m = double(std::min(rows, cols)), n = double(std::max(rows, cols));
+  const NsProductCounts p = ns_product_counts(kernel, steps, restarts);
+  const double squares = product_columns > 0 ? double(product_columns) : m;
+  const double member = p.square * squares + (p.gram + p.rect) * double(columns);
+  const double whole = p.square * m + (p.gram + p.rect) * n;
+  return member / whole;
+}
+
+NsShardComm ns_shard_comm(NsKernel kernel, std::int64_t rows, std::int64_t cols, int steps, const std::vector<int>& restarts,
+                          int split_members) {
   const double m = double(std::min(rows, cols));
   NsShardComm out;
   out.matrix_all_reduces = kernel == NsKernel::gram ? 1 + static_cast<int>(restarts.size()) : steps;
   out.bytes_each = m * m * kNsAllReduceBytesPerElement;
+  if (split_members > 1) {
+    const std::int64_t w = (static_cast<std::int64_t>(m) + split_members - 1) / split_members;
+    out.product_all_gathers = ns_split_gathers(kernel, steps, restarts);
+    out.gather_bytes_each = double(split_members) * double(w) * m * kNsGatherBytesPerElement;
+  }
   return out;
 }
 
@@ -75,18 +113,35 @@ double ring_all_reduce_seconds(double bytes, int k, const NodeLink& link) {
   return 2.0 * (k - 1) / k * bytes / (link.bw_GBps * 1e9) + 2.0 * (k - 1) * link.latency_us * 1e-6;
 }
 
+double ring_all_gather_seconds(double bytes, int k, const NodeLink& link) {
+  if (k <= 1) return 0;
+  return double(k - 1) / k * bytes / (link.bw_GBps * 1e9) + (k - 1) * link.latency_us * 1e-6;
+}
+
 double sharded_ns_seconds(const CostModel& cost, const NsConfig& ns, std::int64_t rows, std::int64_t cols, int k,
-                          const NodeLink& link) {
+                          const NodeLink& link, bool split) {
   const NsKernel kernel = ns_kernel_of(ns);
   const double full = cost.ns_seconds(rows, cols, kernel, ns.compute_dtype, ns.steps, ns.restarts, 1);
   if (k <= 1) return full;
-  const std::int64_t n = std::max(rows, cols);
+  const std::int64_t m = std::min(rows, cols), n = std::max(rows, cols);
   const std::int64_t widest = (n + k - 1) / k;  // the slowest member
-  const double share = ns_shard_flops(kernel, rows, cols, widest, ns.steps, ns.restarts) /
-                       ns_flops(kernel, rows, cols, ns.steps, ns.restarts);
-  const NsShardComm comm = ns_shard_comm(kernel, rows, cols, ns.steps, ns.restarts);
+  const std::int64_t product_columns = split ? (m + k - 1) / k : 0;
+  const double share = ns_shard_share(kernel, rows, cols, widest, ns.steps, ns.restarts, product_columns);
+  const NsShardComm comm = ns_shard_comm(kernel, rows, cols, ns.steps, ns.restarts, split ? k : 1);
+  const double strided = rows < cols ? double(rows) * kStridedLaunchesPerRow * cost.launch_overhead_s() : 0.0;
   return full * share + comm.matrix_all_reduces * ring_all_reduce_seconds(comm.bytes_each, k, link) +
-         ring_all_reduce_seconds(8, k, link);
+         comm.product_all_gathers * ring_all_gather_seconds(comm.gather_bytes_each, k, link) +
+         ring_all_reduce_seconds(8, k, link) + strided;
+}
+
+NsShardChoice best_sharded_ns(const CostModel& cost, const NsConfig& ns, std::int64_t rows, std::int64_t cols, int k,
+                              const NodeLink& link, ProductSplit rule) {
+  const bool can_split = rule != ProductSplit::never && k > 1 && ns_shardable(std::min(rows, cols), k);
+  if (can_split && rule == ProductSplit::always) return {sharded_ns_seconds(cost, ns, rows, cols, k, link, true), true};
+  NsShardChoice whole{sharded_ns_seconds(cost, ns, rows, cols, k, link, false), false};
+  if (!can_split) return whole;
+  const double split = sharded_ns_seconds(cost, ns, rows, cols, k, link, true);
+  return split < whole.seconds ? NsShardChoice{split, true} : whole;
 }
 
 void refuse_sharded_ns(const Plan& plan, const std::string& executor) {
@@ -101,14 +156,21 @@ void refuse_sharded_ns(const Plan& plan, const std::string& executor) {
   }
 }
 
-int sharded_ns_calls(const Plan& plan) {
+namespace {
+
+int distinct_calls(const Plan& plan, bool (*counted)(const Op&)) {
   std::set<std::int64_t> calls;
   for (const auto& ops : plan.ranks) {
     for (const Op& op : ops) {
-      if (is_sharded_ns(op)) calls.insert(op.collective);
+      if (counted(op)) calls.insert(op.collective);
     }
   }
   return static_cast<int>(calls.size());
 }
+
+}  // namespace
+
+int sharded_ns_calls(const Plan& plan) { return distinct_calls(plan, is_sharded_ns); }
+int split_ns_calls(const Plan& plan) { return distinct_calls(plan, splits_ns_products); }
 
 }  // namespace dmuon

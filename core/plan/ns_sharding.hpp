@@ -9,7 +9,12 @@
 // In exact arithmetic this is single-device NS; in floating point the all-reduce reassociates
 // the sum over columns that one GEMM would do in its own order (docs/sharded-newton-schulz.md).
 // Why columns: every m x m product then needs the whole sum, which is one all-reduce, and the
-// m x n work (the part that grows with n) divides by k; the m x m work does not.
+// m x n work (the part that grows with n) divides by k; the m x m work does not, unless the call
+// splits its products too (Op::ns_split_products): member i then computes column block i of
+// every m x m product (D[:, J_i] = A B[:, J_i] + beta C[:, J_i]), and an all-gather hands the
+// blocks to every member where a product is needed whole. Each element is still one dot product
+// of a row and a column of the whole operands, so the split changes no arithmetic, only which
+// member computes it; the all-gathers move bits unchanged.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -20,6 +25,7 @@
 #include "core/cost/ns_flops.hpp"
 #include "core/optimizer/optimizer_config.hpp"
 #include "core/plan/plan.hpp"
+#include "core/plan/product_split.hpp"
 #include "core/model/routing.hpp"
 
 namespace dmuon {
@@ -28,15 +34,24 @@ namespace dmuon {
 std::int64_t ns_wide_rows(const MuonMatrix& matrix);
 std::int64_t ns_wide_columns(const MuonMatrix& matrix);
 
+// Whether a sharded call works on X = G^T, so that a member's columns of X are rows of the stored
+// (row-major) G, one contiguous region: every matrix but a strictly wide one (rows < cols), square
+// ones included. Single-device NS keeps X = G for a square matrix; in exact arithmetic
+// NS(G^T)^T = NS(G) (every product of the iteration transposes), so the sharded call differs from
+// it only by rounding. A strictly wide matrix's columns are one strided run per row of G, and the
+// NCCL executor launches its member's elementwise kernels and collectives once per run.
+
 // Columns [begin, end) of member j of k: ceil(n / k) each, the last one possibly short (a ragged
 // split). Throws dmuon::Error when k < 1, j is outside [0, k) or some member would get none.
 std::pair<std::int64_t, std::int64_t> ns_shard_columns(std::int64_t n, int k, int j);
 // Whether every member of k gets at least one column.
 bool ns_shardable(std::int64_t n, int k);
 
-// The matrix's elements that hold columns [begin, end) of its wide orientation: one region
-// (a block of rows of the stored matrix) when NS transposes it (rows > cols), else one region
-// per row (a column block of a row-major matrix is strided).
+bool ns_shard_by_stored_rows(const MuonMatrix& matrix);
+
+// The matrix's elements that hold columns [begin, end) of the sharded call's X: one region (a
+// block of rows of the stored matrix) when ns_shard_by_stored_rows, else one region per row (a
+// column block of a row-major matrix is strided).
 std::vector<Region> ns_shard_regions(const Routing& routing, std::size_t matrix, std::int64_t begin, std::int64_t end);
 
 // Member j of a sharded call over ranks owner .. owner + k - 1: its columns and regions.
@@ -47,19 +62,48 @@ struct NsShardHolding {
 };
 std::vector<NsShardHolding> ns_shard_holdings(const Routing& routing, std::size_t matrix, int owner, int k);
 
-// FLOPs one member does: the m x m part whole, the m x n part for its `columns` only.
+// Column block [begin, end) of every m x m product that member i of k computes when the call
+// splits its products: ceil(m / k) columns each, the last possibly short (ns_shard_columns' rule;
+// throws alike). The all-gathers move k blocks of ceil(m / k) columns, the short one padded.
+std::pair<std::int64_t, std::int64_t> ns_product_columns(std::int64_t m, int k, int i);
+
+// All-gathers of m x m products in one split call, in the order every member issues them:
+// standard NS, B each iteration; Gram NS, per iteration Q before a restart (X_j = Q X_j needs Q
+// whole), Z, then R when it is updated, and Q once more for the result Q X_j. R Z and Q stay in
+// column blocks otherwise: R Z[:, J] = R Z[:, J] + a R[:, J] and Z Q[:, J] + a Q[:, J] need only
+// their own block of the right operand.
+int ns_split_gathers(NsKernel kernel, int steps, const std::vector<int>& restarts);
+
+// FLOPs one member does: the m x n part for its `columns` only; the m x m part whole, or, with
+// `product_columns` > 0 (a split call), 2 m^2 product_columns per m x m product.
 double ns_shard_flops(NsKernel kernel, std::int64_t rows, std::int64_t cols, std::int64_t columns, int steps,
-                      const std::vector<int>& restarts);
+                      const std::vector<int>& restarts, std::int64_t product_columns = 0);
+
+// The share of the whole call's time one member's work takes: its GEMMs over the whole call's,
+// every GEMM counted as the full product the sharded program runs (2 m^2 per column of the
+// result; ns_product_counts), its `columns` of each m x n product and `product_columns` of each
+// m x m one (0: all m). Not ns_shard_flops' ratio: that counts a Gram m x m product as half a
+// GEMM (the blog's convention), while the GPU's Gram products run as full GEMMs (the symmetric
+// variants save 3-20% on Hopper, issue 16), so the m x m work a split divides is twice as large.
+double ns_shard_share(NsKernel kernel, std::int64_t rows, std::int64_t cols, std::int64_t columns, int steps,
+                      const std::vector<int>& restarts, std::int64_t product_columns = 0);
 
 // The all-reduces inside one sharded call: `matrix_all_reduces` of m x m fp32 (the GEMM
 // accumulator: partial Gram products are summed before any rounding to the compute dtype)
 // and one scalar (the squared norm).
+// A call split over `split_members` > 1 adds its all-gathers (ns_split_gathers) of k blocks of
+// ceil(m / k) columns in the compute dtype (bf16 or fp16), nccl-tests' size (the gathered output).
 struct NsShardComm {
   int matrix_all_reduces = 0;
   double bytes_each = 0;
+  int product_all_gathers = 0;
+  double gather_bytes_each = 0;
 };
-NsShardComm ns_shard_comm(NsKernel kernel, std::int64_t rows, std::int64_t cols, int steps, const std::vector<int>& restarts);
+NsShardComm ns_shard_comm(NsKernel kernel, std::int64_t rows, std::int64_t cols, int steps, const std::vector<int>& restarts,
+                          int split_members = 1);
 inline constexpr int kNsAllReduceBytesPerElement = 4;
+inline constexpr int kNsGatherBytesPerElement = 2;
+inline constexpr int kStridedLaunchesPerRow = 4;
 
 // What the planner knows of the node's links to price the all-reduces (a ring over k GPUs:
 // 2 (k-1)/k of the bytes at bw, 2 (k-1) steps of latency each).
@@ -68,11 +112,27 @@ struct NodeLink {
   double latency_us = 0;
 };
 double ring_all_reduce_seconds(double bytes, int k, const NodeLink& link);
+// A ring all-gather of `bytes` (the gathered output) over k GPUs: (k-1)/k of it at bw, k-1 steps.
+double ring_all_gather_seconds(double bytes, int k, const NodeLink& link);
 
 // Seconds one member spends on a sharded call over k GPUs: the full call's time (CostModel)
-// scaled by the flops share, plus its all-reduces. k = 1: the full call.
+// scaled by the flops share of its widest member, plus its all-reduces (and with `split`, its
+// all-gathers), plus for a strictly wide matrix kStridedLaunchesPerRow launches per row of it
+// (its member's regions are one run per row: the NCCL executor launches momentum, update, the
+// forward broadcast and the backward reduce once per run; measured on 2 x H200, a 5120-row
+// member's optimizer step took 48.5 ms where a contiguous one took 4.6, reports/). k = 1: the
+// full call.
 double sharded_ns_seconds(const CostModel& cost, const NsConfig& ns, std::int64_t rows, std::int64_t cols, int k,
-                          const NodeLink& link);
+                          const NodeLink& link, bool split = false);
+
+// How one call over k GPUs runs under `rule` (products whole on every member, or split) and what
+// a member spends on it.
+struct NsShardChoice {
+  double seconds = 0;
+  bool split = false;
+};
+NsShardChoice best_sharded_ns(const CostModel& cost, const NsConfig& ns, std::int64_t rows, std::int64_t cols, int k,
+                              const NodeLink& link, ProductSplit rule);
 
 // For an executor that does not run sharded calls (the NCCL executor runs them since issue 13;
 // kernels/exec/ns_shard_member.hpp): throws dmuon::Error
@@ -81,7 +141,9 @@ double sharded_ns_seconds(const CostModel& cost, const NsConfig& ns, std::int64_
 // at once instead of the ranks without a sharded call waiting for the others.
 void refuse_sharded_ns(const Plan& plan, const std::string& executor);
 
-// Distinct sharded Newton-Schulz calls in a Plan (by collective id).
+// Distinct sharded Newton-Schulz calls in a Plan (by collective id); split_ns_calls: those whose
+// m x m products are split (Op::ns_product_begin).
 int sharded_ns_calls(const Plan& plan);
+int split_ns_calls(const Plan& plan);
 
 }  // namespace dmuon

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "core/plan/builder_parts.hpp"
 #include "core/error.hpp"
@@ -139,11 +140,17 @@ void owner_optimizer(PlanWriter& w, const std::vector<int>& owner, const ShardHo
     if (it == holdings.end()) continue;
     std::vector<int> ranks;
     std::vector<Op> ops;
+    const bool split = !o.ns_split_products.empty() && o.ns_split_products.at(m);
     for (const NsShardHolding& h : it->second) {
       ranks.push_back(h.rank);
       Op op = newton_schulz({m}, routing);
       op.ns_column_begin = h.column_begin;
       op.ns_column_end = h.column_end;
+      if (split) {
+        const int k = static_cast<int>(it->second.size());
+        const int j = static_cast<int>(ops.size());
+        std::tie(op.ns_product_begin, op.ns_product_end) = ns_product_columns(ns_wide_rows(routing.muon_matrices[m]), k, j);
+      }
       ops.push_back(std::move(op));
     }
     w.joint_compute(w.group_of(ranks, "ns[" + std::to_string(ranks.front()) + ".." + std::to_string(ranks.back()) + "]"),
@@ -166,6 +173,10 @@ ShardHoldings shard_holdings(PlanWriter& w, const std::vector<int>& owner, const
     throw Error("plan: ns_shards (" + std::to_string(o.ns_shards.size()) + " entries) needs strategy owner-striped and one entry per Muon matrix (" +
                 std::to_string(routing.muon_matrices.size()) + ")");
   }
+  if (!o.ns_split_products.empty() && o.ns_split_products.size() != o.ns_shards.size()) {
+    throw Error("plan: ns_split_products has " + std::to_string(o.ns_split_products.size()) + " entries, ns_shards " +
+                std::to_string(o.ns_shards.size()) + ": one per Muon matrix or none");
+  }
   const Mesh& mesh = w.mesh();
   for (std::size_t m = 0; m < o.ns_shards.size(); ++m) {
     const int k = o.ns_shards[m];
@@ -174,6 +185,10 @@ ShardHoldings shard_holdings(PlanWriter& w, const std::vector<int>& owner, const
     if (k < 1 || mesh.shard_index_of(owner[m]) + k > mesh.shard || !ns_shardable(ns_wide_columns(mm), k)) {
       throw Error("plan: ns_shards of matrix '" + mm.name + "' is " + std::to_string(k) + ": needs ranks " + std::to_string(owner[m]) +
                   " .. +" + std::to_string(k - 1) + " inside one node and a column for each");
+    }
+    if (!o.ns_split_products.empty() && o.ns_split_products[m] && !ns_shardable(ns_wide_rows(mm), k)) {
+      throw Error("plan: ns_split_products of matrix '" + mm.name + "': its " + std::to_string(ns_wide_rows(mm)) +
+                  " product columns cannot give each of " + std::to_string(k) + " members one");
     }
     const Region region = matrix_region(routing, m);
     out[{region.param, region.offset}] = ns_shard_holdings(routing, m, owner[m], k);

@@ -55,6 +55,8 @@ bool is_collective(OpKind k) {
 
 bool is_sharded_ns(const Op& op) { return op.kind == OpKind::newton_schulz && op.group >= 0; }
 
+bool splits_ns_products(const Op& op) { return is_sharded_ns(op) && op.ns_product_end > op.ns_product_begin; }
+
 bool synchronizes(const Op& op) { return is_collective(op.kind) || is_sharded_ns(op); }
 
 std::size_t Plan::op_count() const {

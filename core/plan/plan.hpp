@@ -95,6 +95,12 @@ struct Op {
   // collective: they fall between the GEMMs of one iteration, so as separate ops they would
   // need m x m scratch buffers and 3 T + 1 ops a matrix for no decision an executor could use.
   std::int64_t ns_column_begin = 0, ns_column_end = 0;
+  // The m x m products of the call split too (issue 13 item 4): this member computes columns
+  // [ns_product_begin, ns_product_end) of every m x m product, block i of ns_product_columns for
+  // member i; an all-gather gives every member a product it needs whole (Z and R of Gram NS, B of
+  // standard NS; Q before a restart and for the result), the others (R Z, Q) stay in blocks.
+  // Both 0: not split, every member computes every m x m product whole.
+  std::int64_t ns_product_begin = 0, ns_product_end = 0;
 
   double flops = 0;         // compute ops: useful arithmetic
   double memory_bytes = 0;  // compute ops: bytes read + written in device memory
@@ -103,6 +109,8 @@ struct Op {
 
 // A newton_schulz op shared by a group (Op::ns_column_begin).
 bool is_sharded_ns(const Op& op);
+// A sharded Newton-Schulz op whose m x m products are split (Op::ns_product_begin).
+bool splits_ns_products(const Op& op);
 // Ops members of a group meet at: collectives and sharded Newton-Schulz.
 bool synchronizes(const Op& op);
 

@@ -32,6 +32,9 @@ struct PlanOptions {
   // columns from the backward reduce to the forward broadcast. Empty: every matrix whole on its
   // owner. The step planner fills it (StepPlanOptions::sharded_ns).
   std::vector<int> ns_shards;
+  // Per Muon matrix with ns_shards > 1: whether its call splits the m x m products over the
+  // members too (Op::ns_split_products). Empty: none does.
+  std::vector<bool> ns_split_products;
 };
 
 // `owner` per Muon matrix: for `dedicated` the owner's global rank; for `zero1-a2a` the owner's

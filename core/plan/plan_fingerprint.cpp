@@ -51,6 +51,10 @@ void add_op(Fnv1a& h, const Op& op) {
   h.add(static_cast<std::int64_t>(op.bucket));
   h.add(static_cast<std::int64_t>(op.run_ahead));
   h.add(static_cast<std::int64_t>(op.via_all_reduce));
+  h.add(op.ns_column_begin);
+  h.add(op.ns_column_end);
+  h.add(op.ns_product_begin);
+  h.add(op.ns_product_end);
 }
 
 }  // namespace

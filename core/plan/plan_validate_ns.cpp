@@ -21,6 +21,32 @@ struct Member {
   const Op* op = nullptr;
 };
 
+// A split call's product columns are exactly ns_product_columns' block for the member's place
+// (the executors' all-gathers move equal blocks in group order), on every member or none.
+void check_product_columns(int r, const Op& op, const Op& first, const MuonMatrix& mm, const CommGroup& group,
+                           int position) {
+  if (splits_ns_products(op) != splits_ns_products(first)) {
+    fail_ns(r, op, std::string("splits its m x m products ") + (splits_ns_products(op) ? "" : "not ") +
+                       "while the group's first member does" + (splits_ns_products(first) ? "" : " not"));
+  }
+  if (!splits_ns_products(op)) {
+    if (op.ns_product_begin != 0 || op.ns_product_end != 0) fail_ns(r, op, "product columns must be [0, 0) or a block");
+    return;
+  }
+  const std::int64_t m = ns_wide_rows(mm);
+  const int k = static_cast<int>(group.ranks.size());
+  if (!ns_shardable(m, k)) {
+    fail_ns(r, op, "splits the m x m products of matrix '" + mm.name + "' (" + std::to_string(m) + " columns) over " +
+                       std::to_string(k) + " members: one would have no column");
+  }
+  const auto [begin, end] = ns_product_columns(m, k, position);
+  if (op.ns_product_begin != begin || op.ns_product_end != end) {
+    fail_ns(r, op, "product columns [" + std::to_string(op.ns_product_begin) + ", " + std::to_string(op.ns_product_end) +
+                       ") are not member " + std::to_string(position) + "'s block [" + std::to_string(begin) + ", " +
+                       std::to_string(end) + ") of " + std::to_string(m));
+  }
+}
+
 // The members' column ranges, in group order, tile [0, n) with no gap, overlap or empty range.
 void check_columns(const Plan& plan, const Routing& routing, const std::vector<Member>& members) {
   const Op& first = *members.front().op;
@@ -34,11 +60,13 @@ void check_columns(const Plan& plan, const Routing& routing, const std::vector<M
   std::map<int, const Op*> by_rank;
   for (const Member& mb : members) by_rank[mb.rank] = mb.op;
   std::int64_t next = 0;
+  int position = 0;
   for (int r : group.ranks) {
     const Op& op = *by_rank.at(r);
     if (plan.mesh.replica_of(r) != plan.mesh.replica_of(group.ranks.front())) {
       fail_ns(r, op, "group '" + group.name + "' spans more than one node");
     }
+    check_product_columns(r, op, first, mm, group, position++);
     if (op.ns_column_begin != next || op.ns_column_end <= op.ns_column_begin) {
       fail_ns(r, op, "columns [" + std::to_string(op.ns_column_begin) + ", " + std::to_string(op.ns_column_end) +
                          ") do not continue the group's previous member at column " + std::to_string(next));

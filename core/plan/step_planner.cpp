@@ -22,11 +22,18 @@ std::optional<ShardedAssignment> sharded_owners(const Routing& routing, const Op
   if (!options.sharded_ns || !(options.node_link.bw_GBps > 0) || mesh.shard < 2) return std::nullopt;
   const NsConfig ns = optimizer.muon.ns;
   const NodeLink link = options.node_link;
-  const ShardedCost member = [&cost, ns, link](long rows, long cols, int k) {
-    return sharded_ns_seconds(cost, ns, rows, cols, k, link);
+  const ProductSplit split = options.split_ns_products;
+  const ShardedCost member = [&cost, ns, link, split](long rows, long cols, int k) {
+    return best_sharded_ns(cost, ns, rows, cols, k, link, split).seconds;
   };
   ShardedAssignment s = assign_owners_sharded(routing.muon_matrices, ns_batch_cost(cost, ns), member, a, mesh);
   if (std::all_of(s.shards.begin(), s.shards.end(), [](int k) { return k == 1; })) return std::nullopt;
+  // The assignment priced each call at its cheaper form; the Plan runs that form.
+  s.split_products.assign(s.shards.size(), false);
+  for (std::size_t m = 0; m < s.shards.size(); ++m) {
+    const MuonMatrix& mm = routing.muon_matrices[m];
+    if (s.shards[m] > 1) s.split_products[m] = best_sharded_ns(cost, ns, mm.rows, mm.cols, s.shards[m], link, split).split;
+  }
   return s;
 }
 
@@ -39,6 +46,18 @@ int checked_int(std::int64_t value, const std::string& key) {
 }
 
 }  // namespace
+
+StepPlanOptions plan_options_for(const Scenario& scenario) {
+  StepPlanOptions o;
+  const PlannerSpec& p = scenario.planner;
+  if (p.striped_bucket_bytes_per_rail) o.plan.striped_bucket_bytes_per_rail = *p.striped_bucket_bytes_per_rail;
+  if (p.striped_run_ahead) o.plan.striped_run_ahead = *p.striped_run_ahead;
+  if (p.striped_all_reduce_from_nodes) o.plan.striped_all_reduce_from_nodes = *p.striped_all_reduce_from_nodes;
+  if (p.sharded_ns) o.sharded_ns = *p.sharded_ns;
+  if (p.split_ns_products) o.split_ns_products = *p.split_ns_products;
+  if (const auto& nvlink = scenario.cluster.nvlink) o.node_link = {nvlink->bw_GBps * nvlink->efficiency, nvlink->latency_us};
+  return o;
+}
 
 Mesh mesh_for_cluster(const ClusterSpec& cluster) {
   const int nodes = checked_int(cluster.nodes, "cluster.nodes");
@@ -104,6 +123,7 @@ StepPlan plan_step(const ModelSpec& model, const Routing& routing, const Optimiz
       out.assignment = std::move(s->assignment);
       owner = out.assignment->owner_of_matrix;
       plan_options.ns_shards = std::move(s->shards);
+      plan_options.ns_split_products = std::move(s->split_products);
     }
   }
   out.plan = build_plan(strategy, model, routing, mesh, owner, plan_options);

@@ -36,6 +36,8 @@ struct StepPlanOptions {
   // all-reduces. Off unless node_link.bw_GBps > 0: only callers that price a node's links (the
   // simulator from a scenario; dmuon-verify --backend nccl's sharded case) turn it on.
   bool sharded_ns = true;
+  // Whether sharded calls also split their m x m products (Op::ns_product_begin).
+  ProductSplit split_ns_products = ProductSplit::cheaper;
   NodeLink node_link;
   // Bytes each rank may hold as a dedicated owner; none = unlimited.
   std::optional<double> owner_memory_capacity_bytes;
@@ -48,6 +50,11 @@ struct StepPlanOptions {
   };
   std::optional<MemoryLimit> memory_limit;
 };
+
+// The planner knobs a scenario sets (its `planner:` section) and the node's NVLink (per
+// direction, after efficiency) that prices sharded Newton-Schulz: what dmuon-sim and
+// dmuon-bench step both plan with, so that both run the same Plan for one scenario.
+StepPlanOptions plan_options_for(const Scenario& scenario);
 
 struct StepPlan {
   Strategy strategy = Strategy::dedicated;

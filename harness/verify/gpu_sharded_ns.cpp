@@ -1,6 +1,7 @@
 #include "harness/verify/gpu_sharded_ns.hpp"
 
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -12,23 +13,42 @@
 namespace dmuon::verify {
 namespace {
 
-// A sum all-reduce over k host threads, one per member: every member calls all_reduce with its
+// The group's collectives over k host threads, one per member: every member calls them with its
 // device buffer in the same order (the engine's program is the same on all of them).
-class HostAllReduce {
+class HostGroup {
  public:
-  explicit HostAllReduce(int k) : parts_(static_cast<std::size_t>(k)) {}
+  explicit HostGroup(int k) : parts_(static_cast<std::size_t>(k)) {}
 
+  // Sum all-reduce, the sum taken in member order in double, stored once as T.
   template <class T>
   void all_reduce(int member, T* device, long n, cuda::Stream stream) {
     cuda::synchronize(stream);  // the partial is complete
-    std::vector<double> mine(static_cast<std::size_t>(n));
     std::vector<T> raw(static_cast<std::size_t>(n));
     cuda::copy_to_host(raw.data(), device, raw.size() * sizeof(T));
-    for (std::size_t i = 0; i < raw.size(); ++i) mine[i] = raw[i];
-    std::vector<double> sum = exchange(member, std::move(mine));
+    std::vector<double> mine(raw.begin(), raw.end());
+    const auto all = exchange(member, bytes_of(mine));
+    std::vector<double> sum(raw.size(), 0.0);
+    for (const auto& part : all) {
+      const auto* p = reinterpret_cast<const double*>(part.data());
+      for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += p[i];
+    }
     for (std::size_t i = 0; i < raw.size(); ++i) raw[i] = static_cast<T>(sum[i]);  // fp32: one rounding
     cuda::copy_to_device(device, raw.data(), raw.size() * sizeof(T));
   }
+
+  // In-place all-gather of 16-bit elements: member p's `each` elements at blocks + p * each.
+  void all_gather(int member, void* blocks, long each, cuda::Stream stream) {
+    cuda::synchronize(stream);
+    const std::size_t bytes = 2 * static_cast<std::size_t>(each);
+    char* base = static_cast<char*>(blocks);
+    std::vector<std::uint8_t> mine(bytes);
+    cuda::copy_to_host(mine.data(), base + member * bytes, bytes);
+    const auto all = exchange(member, std::move(mine));
+    for (std::size_t p = 0; p < all.size(); ++p) cuda::copy_to_device(base + p * bytes, all[p].data(), bytes);
+    if (member == 0) ++gathers_;
+  }
+
+  int gathers() const { return gathers_; }
 
   // Unblocks the others when a member fails (they then throw too instead of waiting forever).
   void abort() {
@@ -38,17 +58,19 @@ class HostAllReduce {
   }
 
  private:
-  // Leaves with the sum over members in member order; a barrier with a generation count.
-  std::vector<double> exchange(int member, std::vector<double> mine) {
+  static std::vector<std::uint8_t> bytes_of(const std::vector<double>& v) {
+    const auto* p = reinterpret_cast<const std::uint8_t*>(v.data());
+    return std::vector<std::uint8_t>(p, p + v.size() * sizeof(double));
+  }
+
+  // Leaves with every member's part, in member order; a barrier with a generation count.
+  std::vector<std::vector<std::uint8_t>> exchange(int member, std::vector<std::uint8_t> mine) {
     std::unique_lock<std::mutex> lock(mutex_);
     if (aborted_) throw Error("another member failed");
     parts_[static_cast<std::size_t>(member)] = std::move(mine);
     const long generation = generation_;
     if (++arrived_ == static_cast<int>(parts_.size())) {
-      sum_ = parts_.front();
-      for (std::size_t j = 1; j < parts_.size(); ++j) {
-        for (std::size_t i = 0; i < sum_.size(); ++i) sum_[i] += parts_[j][i];
-      }
+      all_ = parts_;
       arrived_ = 0;
       ++generation_;
       changed_.notify_all();
@@ -56,25 +78,26 @@ class HostAllReduce {
       changed_.wait(lock, [&] { return generation_ != generation || aborted_; });
       if (aborted_) throw Error("another member failed");
     }
-    return sum_;
+    return all_;
   }
 
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::vector<std::vector<double>> parts_;
-  std::vector<double> sum_;
+  std::vector<std::vector<std::uint8_t>> parts_, all_;
   int arrived_ = 0;
   long generation_ = 0;
   bool aborted_ = false;
+  int gathers_ = 0;  // by member 0 alone: one per all-gather
 };
 
 }  // namespace
 
 std::vector<Eigen::MatrixXd> gpu_sharded_newton_schulz(const std::vector<Eigen::MatrixXd>& blocks, const NsConfig& ns,
-                                                       cuda::NsImpl impl, DType in_dtype, bool column_major) {
+                                                       cuda::NsImpl impl, DType in_dtype, bool column_major,
+                                                       bool split_products, int* gathers) {
   const int k = static_cast<int>(blocks.size());
   if (k == 0) throw Error("gpu_sharded_newton_schulz: no blocks");
-  HostAllReduce reduce(k);
+  HostGroup reduce(k);
   std::vector<Eigen::MatrixXd> out(blocks.size());
   std::vector<std::string> errors(blocks.size());
   std::vector<std::thread> threads;
@@ -99,9 +122,14 @@ std::vector<Eigen::MatrixXd> gpu_sharded_newton_schulz(const std::vector<Eigen::
         call.in = in.get();
         call.out = result.get();
         call.name = "member " + std::to_string(j);
+        if (split_products) {
+          call.product_members = k;
+          call.position = j;
+        }
         cuda::NsShardReduce r;
         r.norm = [&reduce, j](double* p, cuda::Stream s) { reduce.all_reduce(j, p, 1, s); };
         r.gram = [&reduce, j](float* p, long n, cuda::Stream s) { reduce.all_reduce(j, p, n, s); };
+        r.gather = [&reduce, j](void* p, long each, cuda::Stream s) { reduce.all_gather(j, p, each, s); };
         engine.run_sharded(call, ns, impl, r);
         cuda::synchronize(engine.stream());
         std::vector<std::uint8_t> host(out_bytes);
@@ -115,6 +143,7 @@ std::vector<Eigen::MatrixXd> gpu_sharded_newton_schulz(const std::vector<Eigen::
     });
   }
   for (auto& t : threads) t.join();
+  if (gathers) *gathers = reduce.gathers();
   // The cause first, not the echo of the members it stopped.
   for (const bool echoes : {false, true}) {
     for (int j = 0; j < k; ++j) {

@@ -3,14 +3,21 @@
 #include <string>
 
 #include "core/cost/device_profile.hpp"
+#include "core/error.hpp"
 #include "core/io/yaml_reader.hpp"
 #include "core/model/model_yaml.hpp"
 
 namespace dmuon::verify {
 
-ModelSpec sharded_ns_test_model(bool tall) {
-  const std::string shape = tall ? "[1999, 96]" : "[96, 1999]";
-  const std::string text = "name: verify-sharded-ns-" + std::string(tall ? "tall" : "wide") +
+ModelSpec sharded_ns_test_model(bool tall) { return sharded_ns_test_model(std::string(tall ? "tall" : "wide")); }
+
+ModelSpec sharded_ns_test_model(const std::string& orientation) {
+  const std::string shape = orientation == "tall"   ? "[1999, 96]"
+                            : orientation == "wide" ? "[96, 1999]"
+                            : orientation == "square" ? "[161, 161]"
+                                                      : "";
+  if (shape.empty()) throw Error("sharded_ns_test_model: orientation '" + orientation + "' is not wide, tall or square");
+  const std::string text = "name: verify-sharded-ns-" + orientation +
                            "\n"
                            "dtype: bf16\n"
                            "params:\n"
@@ -28,9 +35,10 @@ CostModel flops_only_cost() {
   return CostModel(profile);
 }
 
-StepPlanOptions free_link_plan_options() {
+StepPlanOptions free_link_plan_options(ProductSplit split) {
   StepPlanOptions o;
   o.sharded_ns = true;
+  o.split_ns_products = split;
   o.node_link.bw_GBps = 1e9;  // 1 EB/s: the all-reduces' bytes cost nothing either
   o.node_link.latency_us = 0;
   return o;

@@ -3,6 +3,8 @@
 // Here (no CUDA) so that tests/test_nccl_sharded_ns.cpp checks the planner's decision and the
 // CPU interpreter on the very Plans the GPU case runs.
 #pragma once
+#include <string>
+
 #include "core/cost/calibration.hpp"
 #include "core/model/model_spec.hpp"
 #include "core/plan/plan.hpp"
@@ -15,6 +17,10 @@ namespace dmuon::verify {
 // executor reads a tall matrix's block of rows in place and copies a wide one's strided column
 // block, so both orientations are worth running.
 ModelSpec sharded_ns_test_model(bool tall);
+// The same with the dominant matrix "wide", "tall" or "square" (161 x 161: a sharded call works
+// on its transpose, members holding rows of it, ns_shard_by_stored_rows; 81 + 80 columns).
+// Throws dmuon::Error for another name.
+ModelSpec sharded_ns_test_model(const std::string& orientation);
 
 // The built-in h200 profile with launches priced as free: a call costs its flops (at the
 // profile's efficiency for its m), so the dominant matrix's call exceeds a GPU's fair share
@@ -24,6 +30,7 @@ CostModel flops_only_cost();
 // owner-striped planner options with the node's link priced as free (no latency, unbounded
 // bandwidth): a member's time is its flops share, so sharding pays wherever the planner's rule
 // (core/owners/owner_sharded.hpp: calls above the fair share) asks for it. The planner decides.
-StepPlanOptions free_link_plan_options();
+// `split`: whether the calls split their m x m products (never: the column-only calls).
+StepPlanOptions free_link_plan_options(ProductSplit split = ProductSplit::never);
 
 }  // namespace dmuon::verify

@@ -254,6 +254,16 @@ NsOutcome NsEngine::run_sharded(const NsShardCall& call, const NsConfig& ns, NsI
   g.m = call.m;
   g.n = call.columns;
   g.x_column_major = call.column_major;
+  if (call.product_members > 1) {
+    if (!reduce.gather) throw Error("NsEngine::run_sharded: '" + call.name + "': split products need an all-gather");
+    if (call.position < 0 || call.position >= call.product_members ||
+        (call.m + call.product_members - 1) / call.product_members * (call.product_members - 1) >= call.m) {
+      throw Error("NsEngine::run_sharded: '" + call.name + "': member " + std::to_string(call.position) + " of " +
+                  std::to_string(call.product_members) + " splitting " + std::to_string(call.m) + " product columns");
+    }
+    g.product_blocks = call.product_members;
+    g.product_block = call.position;
+  }
   // Every implementation sharded_impl returns runs on every shape (no availability check that
   // could differ between members of different widths).
   const NsBuffers buf = st.buffers(g, ns.compute_dtype, true);

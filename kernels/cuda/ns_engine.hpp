@@ -81,6 +81,9 @@ struct NsCall {
 // `out`: the same layout, in ns.compute_dtype.
 struct NsShardCall {
   long m = 0, columns = 0;
+  // Split m x m products (Op::ns_product_begin): `members` > 1 and this member's place in the
+  // group; 1: every product whole on every member.
+  int product_members = 1, position = 0;
   bool column_major = false;
   DType in_dtype = DType::bf16;
   const void* in = nullptr;
@@ -93,6 +96,9 @@ struct NsShardCall {
 struct NsShardReduce {
   std::function<void(double* squares, Stream stream)> norm;              // 1 double: ||X_j||_F^2
   std::function<void(float* gram, long elements, Stream stream)> gram;   // m x m fp32: X_j X_j^T
+  // In-place all-gather of 16-bit elements (split products only): member p's `each` elements
+  // start at blocks + p * each (column block p of a padded m x m product).
+  std::function<void(void* blocks, long each, Stream stream)> gather;
 };
 
 // The implementation a sharded call runs for `requested`: its X X^T is always the member's full

@@ -66,6 +66,19 @@ class Ops {
     op.beta = beta;
     return op;
   }
+  // D[:, c0:c0+cols] = alpha A B[:, c0:c0+cols] + beta C[:, c0:c0+cols] on m x m matrices: a
+  // block of whole columns, contiguous in the column-major layout (a split product's block).
+  void column_block(const void* A, const void* B, void* D, float alpha, const void* C, float beta, long c0, long cols) {
+    GemmOp op = base();
+    op.a = s_view(A, g_.m, g_.m);
+    op.b = s_view(offset(B, c0 * g_.m), g_.m, cols);
+    if (C) op.c = s_view(offset(C, c0 * g_.m), g_.m, cols);
+    op.d = s_view(offset(D, c0 * g_.m), g_.m, cols);
+    op.alpha = alpha;
+    op.beta = beta;
+    run(op);
+  }
+
   void square(const void* A, const void* B, void* D, float alpha, const void* C, float beta,
               bool fill_lower = false) {
     run(square_op(A, B, D, alpha, C, beta, 0, g_.m, g_.m, fill_lower));
@@ -167,13 +180,28 @@ struct GramSum {
   }
 };
 
+// A member's share of split m x m products (NsGeometry::product_blocks): its column block of a
+// product, and the all-gather that makes a product whole on every member. Off (blocks 1): the
+// caller computes the whole product instead.
+struct ProductSplit {
+  const NsShardReduce* shard = nullptr;
+  NsGeometry g;
+  bool on() const { return g.product_blocks > 1; }
+  // D[:, J] = alpha A B[:, J] + beta C[:, J] for this member's columns J.
+  void block(Ops& ops, const void* A, const void* B, void* D, float alpha, const void* C, float beta) const {
+    const long w = g.product_width(), c0 = g.product_block * w;
+    ops.column_block(A, B, D, alpha, C, beta, c0, std::min(w, g.m - c0));
+  }
+  void gather(void* S, cudaStream_t stream) const { shard->gather(S, g.product_width() * g.m, stream); }
+};
+
 bool restarts_before(const NsConfig& ns, int t) {
   return t != 0 && std::find(ns.restarts.begin(), ns.restarts.end(), t) != ns.restarts.end();
 }
 
 // A = X X^T; B = bA + cA^2; X = aX + BX, the last step writing `out`.
-void standard_iterations(Ops& ops, SymMode mode, const GramSum& gram, const NsGeometry& g, const NsBuffers& buf,
-                         void* out, const NsConfig& ns, cudaStream_t stream) {
+void standard_iterations(Ops& ops, SymMode mode, const GramSum& gram, const ProductSplit& split, const NsGeometry& g,
+                         const NsBuffers& buf, void* out, const NsConfig& ns, cudaStream_t stream) {
   void* x = buf.x[0];
   void* x_next = buf.x[1];
   void* A = buf.s[0];
@@ -181,7 +209,12 @@ void standard_iterations(Ops& ops, SymMode mode, const GramSum& gram, const NsGe
   for (int t = 0; t < ns.steps; ++t) {
     const NsCoefficient k = ns.coefficient(t);
     gram(ops, g, x, A, stream);
-    symmetric_quadratic(ops, mode, g, A, B, static_cast<float>(k.b), static_cast<float>(k.c), stream);
+    if (split.on()) {
+      split.block(ops, A, A, B, static_cast<float>(k.c), A, static_cast<float>(k.b));
+      split.gather(B, stream);
+    } else {
+      symmetric_quadratic(ops, mode, g, A, B, static_cast<float>(k.b), static_cast<float>(k.c), stream);
+    }
     void* target = t == ns.steps - 1 ? out : x_next;
     ops.left(B, x, target, x, static_cast<float>(k.a));
     std::swap(x, x_next);
@@ -200,8 +233,11 @@ void symmetric_product(Ops& ops, bool blocks, const NsGeometry& g, const void* A
 
 // Gram NS exactly as reference/newton_schulz.cpp gram_iterations orders and rounds it (with
 // `blocks`, the m x m products keep their lower triangles and mirror them).
-void gram_iterations(Ops& ops, bool blocks, const GramSum& gram, const NsGeometry& g, const NsBuffers& buf,
-                     void* out, const NsConfig& ns, cudaStream_t stream) {
+// Split (ProductSplit on): each m x m product is this member's column block; Z and R are
+// gathered whole (R Z and R^2 need them), Q and R Z stay in blocks (Z Q[:, J] and Z RZ[:, J]
+// read only block J of them) until Q X_j needs Q whole. The gathers follow ns_split_gathers.
+void gram_iterations(Ops& ops, bool blocks, const GramSum& gram, const ProductSplit& split, const NsGeometry& g,
+                     const NsBuffers& buf, void* out, const NsConfig& ns, cudaStream_t stream) {
   void* x = buf.x[0];
   void* x_next = buf.x[1];
   void* R = buf.s[0];
@@ -210,32 +246,40 @@ void gram_iterations(Ops& ops, bool blocks, const GramSum& gram, const NsGeometr
   void* Q_next = buf.s[3];
   void* RZ = buf.s[4];
   const int last = ns.steps - 1;
+  // D = alpha A B + beta C: whole, or this member's block (gathered when `whole` is needed).
+  auto product = [&](const void* A, const void* B, void* D, float alpha, const void* C, float beta, bool whole) {
+    if (!split.on()) return symmetric_product(ops, blocks, g, A, B, D, alpha, C, beta, stream);
+    split.block(ops, A, B, D, alpha, C, beta);
+    if (whole) split.gather(D, stream);
+  };
   gram(ops, g, x, R, stream);
   bool have_q = false;
   for (int t = 0; t < ns.steps; ++t) {
     const NsCoefficient k = ns.coefficient(t);
     const float a = static_cast<float>(k.a);
     if (restarts_before(ns, t) && have_q) {
+      if (split.on()) split.gather(Q, stream);
       ops.left(Q, x, x_next, nullptr, 0.0f);
       std::swap(x, x_next);
       gram(ops, g, x, R, stream);
       have_q = false;
     }
-    symmetric_product(ops, blocks, g, R, R, Z, static_cast<float>(k.c), R, static_cast<float>(k.b), stream);
+    product(R, R, Z, static_cast<float>(k.c), R, static_cast<float>(k.b), true);
     if (have_q) {
       // Z Q + a Q, DMuon's addmm(Q, Z, Q, beta=a): the two orders differ once rounded (2.0e-2 against
       // 3.4e-3 from DMuon's own result on a 128x128 input on the reference; reports/dmuon-goldens.md).
-      symmetric_product(ops, blocks, g, Z, Q, Q_next, 1.0f, Q, a, stream);
+      product(Z, Q, Q_next, 1.0f, Q, a, false);
       std::swap(Q, Q_next);
     } else {
       launch_add_identity(Z, Q, g.m, g.batch, a, ops.dtype(), stream);
       have_q = true;
     }
     if (t < last && !restarts_before(ns, t + 1)) {
-      symmetric_product(ops, blocks, g, R, Z, RZ, 1.0f, R, a, stream);
-      symmetric_product(ops, blocks, g, Z, RZ, R, 1.0f, RZ, a, stream);
+      product(R, Z, RZ, 1.0f, R, a, false);
+      product(Z, RZ, R, 1.0f, RZ, a, true);
     }
   }
+  if (split.on()) split.gather(Q, stream);
   ops.left(Q, x, out, nullptr, 0.0f);
 }
 
@@ -253,7 +297,7 @@ NsGeometry geometry_of(long rows, long cols, int batch) {
 std::size_t ns_buffer_bytes(const NsGeometry& g, DType compute, bool sharded) {
   const std::size_t e = static_cast<std::size_t>(bytes_per_element(compute));
   const std::size_t x = align256(e * g.x_elems() * g.batch);
-  const std::size_t s = align256(e * g.s_elems() * g.batch);
+  const std::size_t s = align256(e * g.s_capacity() * g.batch);
   const std::size_t scalars = 3 * align256(sizeof(double) * g.batch);
   const std::size_t partial = sharded ? align256(sizeof(float) * g.s_elems() * g.batch) : 0;
   return 2 * x + 5 * s + scalars + partial;
@@ -262,7 +306,7 @@ std::size_t ns_buffer_bytes(const NsGeometry& g, DType compute, bool sharded) {
 NsBuffers carve_ns_buffers(void* arena, const NsGeometry& g, DType compute, bool sharded) {
   const std::size_t e = static_cast<std::size_t>(bytes_per_element(compute));
   const std::size_t x = align256(e * g.x_elems() * g.batch);
-  const std::size_t s = align256(e * g.s_elems() * g.batch);
+  const std::size_t s = align256(e * g.s_capacity() * g.batch);
   char* p = static_cast<char*>(arena);
   NsBuffers b;
   for (auto& xi : b.x) { xi = p; p += x; }
@@ -311,12 +355,14 @@ void enqueue_program(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeo
     return;
   }
   Ops ops(gemm, stream, g, ns.compute_dtype);
+  const ProductSplit split{shard, g};
+  if (split.on() && (!shard || !shard->gather)) throw Error("enqueue_sharded_ns: split products need an all-gather");
   if (impl == NsImpl::gram || impl == NsImpl::gram_symmetric) {
     // Gram NS forms R = X X^T with one full product (blocks only for its m x m products).
-    return gram_iterations(ops, impl == NsImpl::gram_symmetric, GramSum{SymMode::full, shard, buf.partial}, g, buf,
-                           out, ns, stream);
+    return gram_iterations(ops, impl == NsImpl::gram_symmetric, GramSum{SymMode::full, shard, buf.partial}, split, g,
+                           buf, out, ns, stream);
   }
-  standard_iterations(ops, sym_mode(impl), GramSum{sym_mode(impl), shard, buf.partial}, g, buf, out, ns, stream);
+  standard_iterations(ops, sym_mode(impl), GramSum{sym_mode(impl), shard, buf.partial}, split, g, buf, out, ns, stream);
 }
 
 }  // namespace

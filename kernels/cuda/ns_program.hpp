@@ -16,8 +16,15 @@ struct NsGeometry {
   long m = 0, n = 0;
   bool x_column_major = false;  // true: memory holds X (tall input); false: memory holds X^T
   int batch = 1;
+  // A sharded call that splits its m x m products (Op::ns_product_begin): `product_blocks`
+  // members, this one computing column block `product_block` of ceil(m / blocks) columns. The
+  // m x m buffers hold blocks * ceil(m / blocks) columns so the all-gather moves equal blocks
+  // in place (the last one padded past column m; nothing reads the padding).
+  int product_blocks = 1, product_block = 0;
   long x_elems() const { return m * n; }
   long s_elems() const { return m * m; }
+  long product_width() const { return (m + product_blocks - 1) / product_blocks; }
+  long s_capacity() const { return product_blocks > 1 ? product_blocks * product_width() * m : s_elems(); }
 };
 
 NsGeometry geometry_of(long rows, long cols, int batch);
@@ -54,7 +61,10 @@ void enqueue_ns(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeometry
 // The same program for one member of a sharded call (NsEngine::run_sharded): g is the member's
 // X_j (g.n its columns, g.batch 1, buffers carved with `sharded`); the squared norm and every
 // X X^T go through `reduce` (the X X^T as the fp32 partial product, stored in the compute dtype
-// after the sum). impl: standard, symmetric, gram or gram_symmetric (sharded_impl's).
+// after the sum). impl: standard, symmetric, gram or gram_symmetric (sharded_impl's). With
+// g.product_blocks > 1 the member computes its column block of every m x m product (no
+// symmetric savings: a block of columns is no triangle) and reduce.gather all-gathers the
+// products needed whole, in core/plan/ns_sharding.hpp's ns_split_gathers order.
 void enqueue_sharded_ns(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeometry& g, const NsBuffers& buf,
                         const void* in, DType in_dtype, void* out, const NsConfig& ns, const NsShardReduce& reduce);
 

@@ -199,6 +199,14 @@ cuda::NsShardReduce sharded_ns_reduce(ncclComm_t comm, const std::string& where)
   r.gram = [comm, checked](float* gram, long elements, cuda::Stream stream) {
     checked(ncclAllReduce(gram, gram, sz(elements), ncclFloat32, ncclSum, comm, stream), "ncclAllReduce (X X^T)");
   };
+  // In place: this member's block already sits at its place in the buffer (NsShardReduce::gather).
+  r.gather = [comm, checked](void* blocks, long each, cuda::Stream stream) {
+    int position = 0;
+    checked(ncclCommUserRank(comm, &position), "ncclCommUserRank");
+    const std::size_t bytes = 2 * sz(each);  // 16-bit elements, moved as bytes
+    char* base = static_cast<char*>(blocks);
+    checked(ncclAllGather(base + position * bytes, base, bytes, ncclUint8, comm, stream), "ncclAllGather (m x m product)");
+  };
   return r;
 }
 

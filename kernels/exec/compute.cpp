@@ -185,6 +185,10 @@ void ComputeRunner::launch_sharded_ns(const NsShardMember& member, const cuda::N
   call.m = member.m;
   call.columns = member.columns;
   call.column_major = member.column_major;
+  if (member.split_products) {
+    call.product_members = member.members;
+    call.position = member.position;
+  }
   call.in_dtype = dtype_of(type);
   call.name = mm.name;
   try {

@@ -1,6 +1,7 @@
 #include "kernels/exec/ns_shard_member.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/plan/ns_sharding.hpp"
@@ -38,11 +39,21 @@ NsShardMember ns_shard_member(const Op& op, const Plan& plan, int rank, const Ro
     throw Error(where + ": columns [" + std::to_string(op.ns_column_begin) + ", " + std::to_string(op.ns_column_end) +
                 ") of matrix '" + mm.name + "' (" + std::to_string(n) + " columns in its wide orientation)");
   }
+  if (splits_ns_products(op)) {
+    const std::int64_t m = ns_wide_rows(mm);
+    if (!ns_shardable(m, s.members) ||
+        std::make_pair(op.ns_product_begin, op.ns_product_end) != ns_product_columns(m, s.members, s.position)) {
+      throw Error(where + ": product columns [" + std::to_string(op.ns_product_begin) + ", " +
+                  std::to_string(op.ns_product_end) + ") are not member " + std::to_string(s.position) + "'s block of " +
+                  std::to_string(m) + " over " + std::to_string(s.members));
+    }
+    s.split_products = true;
+  }
   s.column_begin = op.ns_column_begin;
   s.column_end = op.ns_column_end;
   s.m = static_cast<long>(ns_wide_rows(mm));
   s.columns = static_cast<long>(s.column_end - s.column_begin);
-  s.column_major = mm.rows > mm.cols;
+  s.column_major = ns_shard_by_stored_rows(mm);
   const Region whole = matrix_region(routing, s.matrix);
   if (s.column_major) {  // rows [begin, end) of the stored matrix, back to back
     s.lines = 1;

@@ -17,9 +17,10 @@ struct NsShardMember {
   int position = 0, members = 0;                  // place in the op's group (in group order), group size
   std::int64_t column_begin = 0, column_end = 0;  // of the wide X (m <= n), as the op names them
   long m = 0, columns = 0;                        // X_j is m x columns
-  // Tall stored matrix (rows > cols): X = G^T, and X_j is the block of G's rows [begin, end):
-  // contiguous, X_j column-major with ld m. Wide: X = G, and X_j is a column block of the
-  // row-major G: one run of `columns` elements per row.
+  bool split_products = false;                    // computes column block `position` of each m x m product
+  // Tall or square stored matrix (ns_shard_by_stored_rows): X = G^T, and X_j is the block of G's
+  // rows [begin, end): contiguous, X_j column-major with ld m. Strictly wide: X = G, and X_j is a
+  // column block of the row-major G: one run of `columns` elements per row.
   bool column_major = false;
   // X_j in the matrix's flat buffers: `lines` runs of `line_elements`, `pitch_elements` apart,
   // the first at block.offset; `block` spans the first element to the last.
@@ -32,7 +33,8 @@ struct NsShardMember {
 
 // Rank `rank`'s share of sharded newton_schulz op `op` of `plan`. Throws dmuon::Error starting
 // with `where` for an op that is not a sharded call, names no single known Muon matrix, has an
-// unknown group or one without `rank`, or columns outside [0, n) or empty.
+// unknown group or one without `rank`, columns outside [0, n) or empty, or split product columns
+// other than ns_product_columns' block for its place.
 NsShardMember ns_shard_member(const Op& op, const Plan& plan, int rank, const Routing& routing, const std::string& where);
 
 }  // namespace dmuon::exec
