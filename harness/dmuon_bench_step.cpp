@@ -135,9 +135,12 @@ exec::RankMeasurement unflatten(const std::vector<double>& v) {
   return m;
 }
 
+// --calibration, else the scenario's cluster.calibration, as dmuon-sim picks it: the owner
+// assignment and sharding decisions then match the simulator's for the same scenario.
 CostModel cost_model(const Scenario& sc, const Args& a) {
   std::optional<CalibrationTable> table;
-  if (!a.calibration.empty()) table = load_calibration(a.calibration);
+  const std::string file = a.calibration.empty() ? sc.calibration_file : a.calibration;
+  if (!file.empty()) table = load_calibration(file);
   return CostModel(device_profile(sc.cluster.gpu, "cluster.gpu"), table);
 }
 
