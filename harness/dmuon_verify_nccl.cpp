@@ -356,12 +356,13 @@ std::vector<CaseResult> run_nccl_cases(const NcclVerifyOptions& o) {
     bitwise_multi.push_back({"nccl/dedicated-bitwise/" + preset, plan_step(model, routing, configs[preset], ded, mesh, cost, po).plan});
     bitwise_single.push_back({"nccl/dedicated-bitwise/" + preset, plan_step(model, routing, configs[preset], ded, single, cost, po).plan});
   }
-  // On one GPU the bitwise comparison would compare a run with itself: only on 2 or more.
-  if (o.world > 1) jobs.insert(jobs.end(), bitwise_multi.begin(), bitwise_multi.end());
+  // Only on 2 GPUs: on one it compares a run with itself; on more NCCL adds 3+ gradients in its own
+  // order, not one GPU's (4 x H200: 89 AdamW elements off by 3.8e-6, reports/sharded-ns-split.md).
+  if (o.world == 2) jobs.insert(jobs.end(), bitwise_multi.begin(), bitwise_multi.end());
   std::map<std::string, std::string> errors;
   const auto multi = run_jobs(o.world, jobs, model, routing, configs, initial, grads, errors);
   std::map<std::string, std::string> single_errors;
-  const auto one = o.world > 1 ? run_jobs(1, bitwise_single, model, routing, configs, initial, grads, single_errors)
+  const auto one = o.world == 2 ? run_jobs(1, bitwise_single, model, routing, configs, initial, grads, single_errors)
                                : std::map<std::string, Flat>{};
 
   std::vector<CaseResult> out;
