@@ -262,6 +262,21 @@ void PlanInterpreter::sharded_newton_schulz(const std::vector<std::pair<int, int
     return transposed ? Strided(base + begin * mm.cols, count, mm.cols, Eigen::OuterStride<>(mm.cols))
                       : Strided(base + begin, wide_rows, count, Eigen::OuterStride<>(mm.cols));
   };
+  // Every member agrees with the first on splitting the m x m products, each with its own block
+  // (Plan::validate's rule; the interpreter may be handed an unvalidated Plan).
+  const int k = static_cast<int>(ordered.size());
+  const Op& lead = plan_.ranks[at(ordered[0].first)][at(ordered[0].second)];  // the group's first member
+  for (int j = 0; j < k; ++j) {
+    const Op& op = plan_.ranks[at(ordered[j].first)][at(ordered[j].second)];
+    const bool agrees = splits_ns_products(op) == splits_ns_products(lead);
+    const bool own_block = !splits_ns_products(op) || (ns_shardable(wide_rows, k) &&
+                           std::make_pair(op.ns_product_begin, op.ns_product_end) == ns_product_columns(wide_rows, k, j));
+    if (!agrees || !own_block) {
+      throw Error(where + ": rank " + std::to_string(ordered[j].first) + " product columns [" +
+                  std::to_string(op.ns_product_begin) + ", " + std::to_string(op.ns_product_end) + ") are not member " +
+                  std::to_string(j) + "'s split of the call");
+    }
+  }
   std::vector<Eigen::MatrixXd> shards;
   for (const auto& [rank, index] : ordered) {
     const Strided in = block(rank, BufferKind::ns_input, plan_.ranks[at(rank)][at(index)]);

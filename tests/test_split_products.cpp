@@ -77,9 +77,9 @@ TEST_CASE("split calls: product columns, all-gathers and flops follow their clos
   CHECK(comm.product_all_gathers == 10);
   CHECK(comm.gather_bytes_each == Approx(8.0 * 640 * 5120 * 2));
   CHECK(ns_shard_comm(NsKernel::gram, 5120, 5120, 5, {2}).product_all_gathers == 0);
-  // Split: 2 m^2 w per m x m product for the member's w columns (no symmetric half); the m x n
-  // part for its own columns as before. Over 3 members the m x m part is then 2 P m^3 in all,
-  // where unsplit each member did the whole m x m part (2 ns_flops(m, m) - ns_flops(m, 2m)).
+  // Split: each member's flops count its columns' share of the m x m part (ns_flops' convention)
+  // and the m x n part for its own columns as before. Over 3 members the m x m part is then done
+  // once, where unsplit each member did it whole (2 ns_flops(m, m) - ns_flops(m, 2m)).
   for (NsKernel kernel : {NsKernel::standard, NsKernel::gram}) {
     const long m = 1024, n = 4096;
     const std::vector<int> restarts = kernel == NsKernel::gram ? std::vector<int>{2} : std::vector<int>{};
@@ -95,7 +95,8 @@ TEST_CASE("split calls: product columns, all-gathers and flops follow their clos
     INFO(to_string(kernel));
     // Gram, restart at 2: Z 5, Q 3 (free at 0 and at the restart), the R update 2 x 3 (after 0, 2, 3).
     CHECK(products == (kernel == NsKernel::gram ? 5 + 3 + 6 : 5));
-    CHECK(split - whole == Approx(2.0 * products * double(m) * m * m - 3 * whole_squares).epsilon(1e-12));
+    CHECK(split - whole == Approx(-2 * whole_squares).epsilon(1e-12));
+    CHECK(split == Approx(ns_flops(kernel, m, n, 5, restarts)).epsilon(1e-12));  // the members add up to the call
   }
 }
 
@@ -137,6 +138,11 @@ TEST_CASE("Plan::validate refuses malformed split calls", "[split-products]") {
   Plan one_whole = good;  // one member computes every product whole while the others split
   op(one_whole, 1).ns_product_begin = op(one_whole, 1).ns_product_end = 0;
   CHECK_THAT(validate_error(one_whole, model, routing), Catch::Contains("splits its m x m products not"));
+  // The interpreter refuses it too, unvalidated, naming the member (its steps would not be one call).
+  const auto params = test::random_params(model, 3);
+  ref::PlanInterpreter interpreter(one_whole, model, routing, optimizer_preset("dmuon"), Rounding::exact, params);
+  CHECK_THROWS_WITH(interpreter.step(std::vector<std::vector<Eigen::VectorXd>>(8, params)),
+                    Catch::Contains("are not member 1's split of the call"));
 
   Plan shifted = good;  // a block other than ns_product_columns' for its place
   op(shifted, 0).ns_product_end += 1;

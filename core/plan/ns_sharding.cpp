@@ -78,9 +78,9 @@ double ns_shard_flops(NsKernel kernel, std::int64_t rows, std::int64_t cols, std
   // shrinks to this member's columns.
   const double c = (ns_flops(kernel, mi, 2 * mi, steps, restarts) - ns_flops(kernel, mi, mi, steps, restarts)) / (m * m * m);
   const double whole_squares = ns_flops(kernel, rows, cols, steps, restarts) - c * m * m * n;
-  const double squares = product_columns > 0
-                             ? 2.0 * ns_product_counts(kernel, steps, restarts).square * m * m * double(product_columns)
-                             : whole_squares;
+  // A split member's m x m part: its columns' share of the whole call's, in ns_flops' convention
+  // (so the members' flops add up to the call's; the time share is ns_shard_share's).
+  const double squares = product_columns > 0 ? whole_squares * double(product_columns) / m : whole_squares;
   return squares + c * m * m * double(columns);
 }
 

@@ -74,8 +74,8 @@ std::pair<std::int64_t, std::int64_t> ns_product_columns(std::int64_t m, int k, 
 // their own block of the right operand.
 int ns_split_gathers(NsKernel kernel, int steps, const std::vector<int>& restarts);
 
-// FLOPs one member does: the m x n part for its `columns` only; the m x m part whole, or, with
-// `product_columns` > 0 (a split call), 2 m^2 product_columns per m x m product.
+// FLOPs one member does, in ns_flops' convention: the m x n part for its `columns` only; the m x m
+// part whole, or with `product_columns` > 0 (a split call) product_columns / m of it.
 double ns_shard_flops(NsKernel kernel, std::int64_t rows, std::int64_t cols, std::int64_t columns, int steps,
                       const std::vector<int>& restarts, std::int64_t product_columns = 0);
 

@@ -344,6 +344,8 @@ namespace {
 void enqueue_program(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeometry& g, const NsBuffers& buf,
                      const void* in, DType in_dtype, void* out, const NsConfig& ns, const NsShardReduce* shard) {
   if (impl == NsImpl::automatic) throw Error("enqueue_ns: resolve NsImpl::automatic first");
+  // Before any collective is enqueued: a member that throws later would leave its peers waiting.
+  if (g.product_blocks > 1 && (!shard || !shard->gather)) throw Error("enqueue_sharded_ns: split products need an all-gather");
   const long elems = g.x_elems();
   launch_sum_squares(in, in_dtype, ns.normalize_dtype, elems, g.batch, buf.sums, stream);
   if (shard) shard->norm(buf.sums, stream);
@@ -356,7 +358,6 @@ void enqueue_program(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeo
   }
   Ops ops(gemm, stream, g, ns.compute_dtype);
   const ProductSplit split{shard, g};
-  if (split.on() && (!shard || !shard->gather)) throw Error("enqueue_sharded_ns: split products need an all-gather");
   if (impl == NsImpl::gram || impl == NsImpl::gram_symmetric) {
     // Gram NS forms R = X X^T with one full product (blocks only for its m x m products).
     return gram_iterations(ops, impl == NsImpl::gram_symmetric, GramSum{SymMode::full, shard, buf.partial}, split, g,
