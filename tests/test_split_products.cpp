@@ -13,6 +13,7 @@
 #include "error_message.hpp"
 #include "interpreter_vs_reference.hpp"
 #include "ns_shard_blocks.hpp"
+#include "core/cost/device_profile.hpp"
 #include "core/cost/ns_flops.hpp"
 #include "core/io/scenario.hpp"
 #include "core/model/routing.hpp"
@@ -98,6 +99,28 @@ TEST_CASE("split calls: product columns, all-gathers and flops follow their clos
     CHECK(split - whole == Approx(-2 * whole_squares).epsilon(1e-12));
     CHECK(split == Approx(ns_flops(kernel, m, n, 5, restarts)).epsilon(1e-12));  // the members add up to the call
   }
+}
+
+TEST_CASE("a split call's in-call collectives are priced from the calibration's curves where it has them",
+          "[split-products]") {
+  const NsConfig ns = optimizer_preset("dmuon").muon.ns;
+  const NodeLink link{360, 3.4};
+  const CostModel datasheet(device_profile("h200"));
+  // A flat 1 ms all-gather on 2 GPUs of one node, nothing else: only the gathers change.
+  CalibrationTable table;
+  const DeviceProfile h200 = device_profile("h200");
+  table.gpu = "h200";
+  table.gemm_tflops = h200.gemm_tflops;  // as the profile, so only the collectives differ
+  table.hbm_GBps = h200.hbm_GBps;
+  table.collectives.push_back({OpKind::all_gather, 2, 1, SizeCurve{{{4096.0, 1e-3}, {1e9, 1e-3}}}});
+  const CostModel measured(device_profile("h200"), table);
+  const NsShardComm comm = ns_shard_comm(NsKernel::gram, 5120, 5120, ns.steps, ns.restarts, 2);
+  const double ring = ring_all_gather_seconds(comm.gather_bytes_each, 2, link);
+  CHECK(sharded_ns_seconds(measured, ns, 5120, 5120, 2, link, true) - sharded_ns_seconds(datasheet, ns, 5120, 5120, 2, link, true) ==
+        Approx(comm.product_all_gathers * (1e-3 - ring)).epsilon(1e-9));
+  // Products whole: no all-gather, so the curve changes nothing.
+  CHECK(sharded_ns_seconds(measured, ns, 5120, 5120, 2, link, false) ==
+        Approx(sharded_ns_seconds(datasheet, ns, 5120, 5120, 2, link, false)).epsilon(1e-12));
 }
 
 TEST_CASE("the interpreter runs owner-striped with split products to the reference", "[split-products]") {

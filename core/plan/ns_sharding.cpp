@@ -128,10 +128,16 @@ double sharded_ns_seconds(const CostModel& cost, const NsConfig& ns, std::int64_
   const std::int64_t product_columns = split ? (m + k - 1) / k : 0;
   const double share = ns_shard_share(kernel, rows, cols, widest, ns.steps, ns.restarts, product_columns);
   const NsShardComm comm = ns_shard_comm(kernel, rows, cols, ns.steps, ns.restarts, split ? k : 1);
+  // The in-call collectives: the calibration's curve for k GPUs of one node where it has one (as
+  // the simulator prices them, step overhead included), else the ring over the node's link.
+  const auto measured = [&](OpKind kind, double bytes, double (*ring)(double, int, const NodeLink&)) {
+    const std::optional<double> curve = cost.collective_seconds(kind, k, 1, bytes);
+    return curve ? *curve + cost.collective_step_overhead_s() : ring(bytes, k, link);
+  };
   const double strided = rows < cols ? double(rows) * kStridedLaunchesPerRow * cost.launch_overhead_s() : 0.0;
-  return full * share + comm.matrix_all_reduces * ring_all_reduce_seconds(comm.bytes_each, k, link) +
-         comm.product_all_gathers * ring_all_gather_seconds(comm.gather_bytes_each, k, link) +
-         ring_all_reduce_seconds(8, k, link) + strided;
+  return full * share + comm.matrix_all_reduces * measured(OpKind::all_reduce, comm.bytes_each, ring_all_reduce_seconds) +
+         comm.product_all_gathers * measured(OpKind::all_gather, comm.gather_bytes_each, ring_all_gather_seconds) +
+         measured(OpKind::all_reduce, 8, ring_all_reduce_seconds) + strided;
 }
 
 NsShardChoice best_sharded_ns(const CostModel& cost, const NsConfig& ns, std::int64_t rows, std::int64_t cols, int k,

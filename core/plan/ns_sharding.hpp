@@ -116,8 +116,9 @@ double ring_all_reduce_seconds(double bytes, int k, const NodeLink& link);
 double ring_all_gather_seconds(double bytes, int k, const NodeLink& link);
 
 // Seconds one member spends on a sharded call over k GPUs: the full call's time (CostModel)
-// scaled by the flops share of its widest member, plus its all-reduces (and with `split`, its
-// all-gathers), plus for a strictly wide matrix kStridedLaunchesPerRow launches per row of it
+// scaled by the work share of its widest member, plus its all-reduces (and with `split`, its
+// all-gathers: the calibration's measured curves for k GPUs of one node where it has them, else
+// the ring over `link`), plus for a strictly wide matrix kStridedLaunchesPerRow launches per row of it
 // (its member's regions are one run per row: the NCCL executor launches momentum, update, the
 // forward broadcast and the backward reduce once per run; measured on 2 x H200, a 5120-row
 // member's optimizer step took 48.5 ms where a contiguous one took 4.6, reports/). k = 1: the
