@@ -156,6 +156,17 @@ TEST_CASE("ns_shard_member refuses what is not this rank's share of a sharded ca
   const exec::NsShardMember s = exec::ns_shard_member(member, split, split_rank, c.routing, "rank 0 op 9");
   CHECK(s.split_products);
   CHECK(std::make_pair(member.ns_product_begin, member.ns_product_end) == ns_product_columns(96, 2, s.position));
+  // Every rank's shares at once; a call whose members disagree on splitting is refused up front.
+  const auto mine = exec::checked_ns_shard_members(split, split_rank, c.routing);
+  REQUIRE(mine.count(split_index) == 1);
+  CHECK(mine.at(split_index).split_products);
+  Plan disagree = split;
+  const auto [other_rank, other_index] = sharded_ops(split).back();
+  REQUIRE(other_rank != split_rank);
+  disagree.ranks[other_rank][other_index].ns_product_begin = disagree.ranks[other_rank][other_index].ns_product_end = 0;
+  CHECK_THROWS_WITH(exec::checked_ns_shard_members(disagree, split_rank, c.routing),
+                    Catch::Contains("rank " + std::to_string(other_rank) + " op " + std::to_string(other_index)) &&
+                        Catch::Contains("does not split its m x m products while another member of the call does"));
   Op shifted = member;
   shifted.ns_product_end -= 1;
   try {

@@ -1,6 +1,5 @@
 #include "kernels/exec/nccl_executor.hpp"
 
-#include <map>
 
 #include <algorithm>
 #include <chrono>
@@ -117,26 +116,8 @@ RankExecutor::RankExecutor(comm::RankComms& comms, const Plan& plan, const Model
   DMUON_CUDA_CHECK(cudaSetDevice(comms.device()));
   require_same_plan(comms, plan, options.timeout_seconds, peer_failed);
   const auto& ops = plan.ranks[at(comms.rank())];
-  // Every rank's shares of sharded Newton-Schulz calls, checked before any buffer or communicator:
-  // a bad one stops every process alike (as a refusal must), none waits in a split for the others.
-  // Members of one call must agree on splitting its products: a splitting member's all-gathers
-  // would meet the others' next all-reduce.
-  std::map<std::int64_t, bool> splits_call;
-  for (int r = 0; r < comms.world(); ++r) {
-    for (int i = 0; i < static_cast<int>(plan.ranks[at(r)].size()); ++i) {
-      const Op& op = plan.ranks[at(r)][at(i)];
-      if (!is_sharded_ns(op)) continue;
-      const std::string where = "rank " + std::to_string(r) + " op " + std::to_string(i) + " (newton_schulz '" + op.label +
-                                "', collective " + std::to_string(op.collective) + ")";
-      NsShardMember member = ns_shard_member(op, plan, r, routing, where);
-      const auto [first, added] = splits_call.emplace(op.collective, member.split_products);
-      if (!added && first->second != member.split_products) {
-        throw Error(where + ": " + (member.split_products ? "splits" : "does not split") +
-                    " its m x m products while another member of the call does" + (first->second ? "" : " not"));
-      }
-      if (r == comms.rank()) shard_members_.emplace(i, std::move(member));
-    }
-  }
+  // Every rank's shares of sharded Newton-Schulz calls, checked before any buffer or communicator.
+  shard_members_ = checked_ns_shard_members(plan, comms.rank(), routing);
   waits_ = cross_stream_waits(ops, routing);
   buffers_ = std::make_unique<DeviceBuffers>(plan_footprint(plan, comms.rank(), model, routing),
                                              buffer_types_for(config), comms.rank());

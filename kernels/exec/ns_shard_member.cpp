@@ -68,4 +68,26 @@ NsShardMember ns_shard_member(const Op& op, const Plan& plan, int rank, const Ro
   return s;
 }
 
+std::map<int, NsShardMember> checked_ns_shard_members(const Plan& plan, int rank, const Routing& routing) {
+  std::map<int, NsShardMember> mine;
+  std::map<std::int64_t, bool> splits_call;  // by collective id: the first member's choice
+  for (int r = 0; r < static_cast<int>(plan.ranks.size()); ++r) {
+    const auto& ops = plan.ranks[static_cast<std::size_t>(r)];
+    for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+      const Op& op = ops[static_cast<std::size_t>(i)];
+      if (!is_sharded_ns(op)) continue;
+      const std::string where = "rank " + std::to_string(r) + " op " + std::to_string(i) + " (newton_schulz '" + op.label +
+                                "', collective " + std::to_string(op.collective) + ")";
+      NsShardMember member = ns_shard_member(op, plan, r, routing, where);
+      const auto [first, added] = splits_call.emplace(op.collective, member.split_products);
+      if (!added && first->second != member.split_products) {
+        throw Error(where + ": " + (member.split_products ? "splits" : "does not split") +
+                    " its m x m products while another member of the call does" + (first->second ? "" : " not"));
+      }
+      if (r == rank) mine.emplace(i, std::move(member));
+    }
+  }
+  return mine;
+}
+
 }  // namespace dmuon::exec

@@ -4,6 +4,7 @@
 // matrix, and its place in the op's group (its NCCL rank in the group's communicator).
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,5 +37,12 @@ struct NsShardMember {
 // unknown group or one without `rank`, columns outside [0, n) or empty, or split product columns
 // other than ns_product_columns' block for its place.
 NsShardMember ns_shard_member(const Op& op, const Plan& plan, int rank, const Routing& routing, const std::string& where);
+
+// Every rank's shares of every sharded call of `plan` checked (ns_shard_member), and the members of
+// each call agreeing on splitting its products (a splitting member's all-gathers would meet the
+// others' next all-reduce); returns `rank`'s shares by op index. Each process checks all ranks, so
+// a bad Plan stops every process alike instead of leaving one waiting in a collective. Throws
+// dmuon::Error naming rank, op, label and collective.
+std::map<int, NsShardMember> checked_ns_shard_members(const Plan& plan, int rank, const Routing& routing);
 
 }  // namespace dmuon::exec
