@@ -296,8 +296,8 @@ std::vector<CaseResult> sharded_ns_cases(const NcclVerifyOptions& o) {
     std::map<std::string, OptimizerConfig> configs;
     std::vector<Job> jobs;
     for (const std::string& preset : o.presets) {
+      configs[preset] = optimizer_preset(preset);
       for (const ProductSplit split : {ProductSplit::never, ProductSplit::always}) {
-        configs[preset] = optimizer_preset(preset);
         const std::string key = "nccl/owner-striped-sharded-ns/" + orientation + "/" +
                                 (split == ProductSplit::always ? "split-products/" : "") + preset;
         Plan plan = plan_step(model, routing, configs[preset], Strategy::owner_striped, mesh, flops_only_cost(),

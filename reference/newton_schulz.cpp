@@ -8,6 +8,7 @@
 #include <Eigen/SVD>
 
 #include "core/error.hpp"
+#include "core/plan/ns_sharding.hpp"
 #include "reference/rounding.hpp"
 
 namespace dmuon::ref {
@@ -36,10 +37,9 @@ struct Products {
   Eigen::MatrixXd operator()(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B) const {
     if (blocks <= 1) return A * B;
     Eigen::MatrixXd D(A.rows(), B.cols());
-    const Eigen::Index width = (B.cols() + blocks - 1) / blocks;
-    for (Eigen::Index c0 = 0; c0 < B.cols(); c0 += width) {
-      const Eigen::Index w = std::min(width, B.cols() - c0);
-      D.middleCols(c0, w) = A * B.middleCols(c0, w);
+    for (int i = 0; i < blocks; ++i) {
+      const auto [begin, end] = ns_product_columns(B.cols(), blocks, i);
+      D.middleCols(begin, end - begin) = A * B.middleCols(begin, end - begin);
     }
     return D;
   }
@@ -209,7 +209,7 @@ std::vector<Eigen::MatrixXd> sharded_newton_schulz(std::vector<Eigen::MatrixXd> 
   }
   const int k = static_cast<int>(shards.size());
   const Eigen::Index m = shards.front().rows();
-  if (split_products && (m + k - 1) / k * (k - 1) >= m) {
+  if (split_products && !ns_shardable(m, k)) {
     throw Error("sharded_newton_schulz: " + std::to_string(m) + " product columns cannot give each of " +
                 std::to_string(k) + " members one");
   }

@@ -269,8 +269,7 @@ void PlanInterpreter::sharded_newton_schulz(const std::vector<std::pair<int, int
   for (int j = 0; j < k; ++j) {
     const Op& op = plan_.ranks[at(ordered[j].first)][at(ordered[j].second)];
     const bool agrees = splits_ns_products(op) == splits_ns_products(lead);
-    const bool own_block = !splits_ns_products(op) || (ns_shardable(wide_rows, k) &&
-                           std::make_pair(op.ns_product_begin, op.ns_product_end) == ns_product_columns(wide_rows, k, j));
+    const bool own_block = !splits_ns_products(op) || holds_product_block(op, wide_rows, k, j);
     if (!agrees || !own_block) {
       throw Error(where + ": rank " + std::to_string(ordered[j].first) + " product columns [" +
                   std::to_string(op.ns_product_begin) + ", " + std::to_string(op.ns_product_end) + ") are not member " +

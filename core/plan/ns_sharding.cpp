@@ -58,6 +58,11 @@ std::pair<std::int64_t, std::int64_t> ns_product_columns(std::int64_t m, int k, 
   return ns_shard_columns(m, k, i);
 }
 
+bool holds_product_block(const Op& op, std::int64_t m, int k, int position) {
+  return ns_shardable(m, k) && position >= 0 && position < k &&
+         std::make_pair(op.ns_product_begin, op.ns_product_end) == ns_product_columns(m, k, position);
+}
+
 int ns_split_gathers(NsKernel kernel, int steps, const std::vector<int>& restarts) {
   if (kernel != NsKernel::gram) return steps;
   auto restart_at = [&](int t) { return t != 0 && std::find(restarts.begin(), restarts.end(), t) != restarts.end(); };

@@ -66,6 +66,10 @@ std::vector<NsShardHolding> ns_shard_holdings(const Routing& routing, std::size_
 // splits its products: ceil(m / k) columns each, the last possibly short (ns_shard_columns' rule;
 // throws alike). The all-gathers move k blocks of ceil(m / k) columns, the short one padded.
 std::pair<std::int64_t, std::int64_t> ns_product_columns(std::int64_t m, int k, int i);
+// Whether split op `op` holds exactly member `position`'s block of m product columns over k members
+// (every member gets one: ns_shardable(m, k)). Plan::validate, the CPU interpreter and the NCCL
+// executor all hold a split call's members to it.
+bool holds_product_block(const Op& op, std::int64_t m, int k, int position);
 
 // All-gathers of m x m products in one split call, in the order every member issues them:
 // standard NS, B each iteration; Gram NS, per iteration Q before a restart (X_j = Q X_j needs Q

@@ -39,8 +39,8 @@ void check_product_columns(int r, const Op& op, const Op& first, const MuonMatri
     fail_ns(r, op, "splits the m x m products of matrix '" + mm.name + "' (" + std::to_string(m) + " columns) over " +
                        std::to_string(k) + " members: one would have no column");
   }
-  const auto [begin, end] = ns_product_columns(m, k, position);
-  if (op.ns_product_begin != begin || op.ns_product_end != end) {
+  if (!holds_product_block(op, m, k, position)) {
+    const auto [begin, end] = ns_product_columns(m, k, position);
     fail_ns(r, op, "product columns [" + std::to_string(op.ns_product_begin) + ", " + std::to_string(op.ns_product_end) +
                        ") are not member " + std::to_string(position) + "'s block [" + std::to_string(begin) + ", " +
                        std::to_string(end) + ") of " + std::to_string(m));

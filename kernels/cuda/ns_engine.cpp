@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "core/optimizer/ns_rounding.hpp"
+#include "core/plan/ns_sharding.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/device_buffer.hpp"
 #include "kernels/cuda/ns_engine_state.hpp"
@@ -256,8 +257,7 @@ NsOutcome NsEngine::run_sharded(const NsShardCall& call, const NsConfig& ns, NsI
   g.x_column_major = call.column_major;
   if (call.product_members > 1) {
     if (!reduce.gather) throw Error("NsEngine::run_sharded: '" + call.name + "': split products need an all-gather");
-    if (call.position < 0 || call.position >= call.product_members ||
-        (call.m + call.product_members - 1) / call.product_members * (call.product_members - 1) >= call.m) {
+    if (call.position < 0 || call.position >= call.product_members || !ns_shardable(call.m, call.product_members)) {
       throw Error("NsEngine::run_sharded: '" + call.name + "': member " + std::to_string(call.position) + " of " +
                   std::to_string(call.product_members) + " splitting " + std::to_string(call.m) + " product columns");
     }

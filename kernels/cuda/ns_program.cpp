@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/plan/ns_sharding.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/ns_kernels.hpp"
 #include "kernels/cuda/sym_gemm_sm90.hpp"
@@ -189,8 +190,8 @@ struct ProductSplit {
   bool on() const { return g.product_blocks > 1; }
   // D[:, J] = alpha A B[:, J] + beta C[:, J] for this member's columns J.
   void block(Ops& ops, const void* A, const void* B, void* D, float alpha, const void* C, float beta) const {
-    const long w = g.product_width(), c0 = g.product_block * w;
-    ops.column_block(A, B, D, alpha, C, beta, c0, std::min(w, g.m - c0));
+    const auto [begin, end] = ns_product_columns(g.m, g.product_blocks, g.product_block);
+    ops.column_block(A, B, D, alpha, C, beta, begin, end - begin);
   }
   void gather(void* S, cudaStream_t stream) const { shard->gather(S, g.product_width() * g.m, stream); }
 };

@@ -41,8 +41,7 @@ NsShardMember ns_shard_member(const Op& op, const Plan& plan, int rank, const Ro
   }
   if (splits_ns_products(op)) {
     const std::int64_t m = ns_wide_rows(mm);
-    if (!ns_shardable(m, s.members) ||
-        std::make_pair(op.ns_product_begin, op.ns_product_end) != ns_product_columns(m, s.members, s.position)) {
+    if (!holds_product_block(op, m, s.members, s.position)) {
       throw Error(where + ": product columns [" + std::to_string(op.ns_product_begin) + ", " +
                   std::to_string(op.ns_product_end) + ") are not member " + std::to_string(s.position) + "'s block of " +
                   std::to_string(m) + " over " + std::to_string(s.members));
