@@ -90,6 +90,9 @@ struct SimCollective {
   std::string group;  // the Plan's group name
   int merged = 1;     // Plan collectives in this launch
   int calls = 0;      // NCCL calls (a multi-region broadcast/reduce/all-reduce is one per region)
+  // Copies around a packed call (strided regions, core/cost/plan_cost.hpp packed_copy_elements):
+  // added to the collective's time on its stream.
+  double pack_seconds = 0;
   // A one-member collective's time. Without a calibration curve: a launch per call and a read and
   // write of the payload (a local copy). With one: the curve, each extra call of the op's group
   // at the cheapest call measured for its kind (in place on one rank a broadcast or all-gather

@@ -94,6 +94,57 @@ TEST_CASE("GPU Muon update: decay with the base lr, scaled add, bf16 copy-out", 
   CHECK(max_rel(copy.read(), w_ref) < 8e-3);  // bf16 copy: one rounding
 }
 
+// A strided member's column block (core/plan/region_runs.hpp): one pitched launch must do exactly
+// what one launch per line does, and leave the elements between the lines as they were.
+TEST_CASE("GPU momentum and Muon update over a pitched block equal one launch per line, bit for bit", "[gpu]") {
+  if (skip_without_gpu()) return;
+  const long lines = 37, width = 101, pitch = 257, n = lines * pitch;  // a 37 x 101 block of a 37 x 257 matrix
+  MuonConfig cfg;
+  cfg.lr = 0.02;
+  cfg.weight_decay = 0.1;
+  const cuda::Pitch block{width, pitch};
+  Tensor grad(random(n, 11), DType::bf16);
+  Tensor mom_a(random(n, 12, 0.1), DType::fp32), mom_b(random(n, 12, 0.1), DType::fp32);
+  Tensor u_a(random(n, 13), DType::bf16), u_b(random(n, 13), DType::bf16);
+  Tensor w_a(random(n, 14), DType::fp32), w_b(random(n, 14), DType::fp32);
+  Tensor copy_a(random(n, 15), DType::bf16), copy_b(random(n, 15), DType::bf16);
+  const long first = 3;  // the block starts a few columns in
+  auto at = [](const Tensor& t, long i) { return static_cast<char*>(t.device.get()) + i * bytes_per_element(t.dtype); };
+  cuda::momentum_update(at(grad, first), DType::bf16, reinterpret_cast<float*>(at(mom_a, first)), at(u_a, first), DType::bf16,
+                        lines * width, cfg, nullptr, nullptr, block);
+  cuda::muon_update(reinterpret_cast<float*>(at(w_a, first)), at(u_a, first), DType::bf16, lines * width, cfg.lr,
+                    cfg.weight_decay, 0.05, at(copy_a, first), nullptr, block);
+  for (long l = 0; l < lines; ++l) {
+    const long o = first + l * pitch;
+    cuda::momentum_update(at(grad, o), DType::bf16, reinterpret_cast<float*>(at(mom_b, o)), at(u_b, o), DType::bf16, width,
+                          cfg, nullptr);
+  }
+  for (long l = 0; l < lines; ++l) {
+    const long o = first + l * pitch;
+    cuda::muon_update(reinterpret_cast<float*>(at(w_b, o)), at(u_b, o), DType::bf16, width, cfg.lr, cfg.weight_decay, 0.05,
+                      at(copy_b, o), nullptr);
+  }
+  cuda::synchronize(nullptr);
+  const std::vector<double> ma = mom_a.read(), mb = mom_b.read(), ua = u_a.read(), ub = u_b.read(), wa = w_a.read(),
+                            wb = w_b.read(), ca = copy_a.read(), cb = copy_b.read();
+  long changed = 0, mismatched = 0, outside_touched = 0;
+  for (long i = 0; i < n; ++i) {
+    const long column = (i - first) % pitch;
+    const bool inside = i >= first && i < first + lines * pitch && column < width;
+    if (ma[i] != mb[i] || ua[i] != ub[i] || wa[i] != wb[i] || ca[i] != cb[i]) ++mismatched;
+    if (inside && wa[i] != w_a.host[i]) ++changed;
+    if (!inside && (ma[i] != mom_a.host[i] || ua[i] != u_a.host[i] || wa[i] != w_a.host[i] || ca[i] != copy_a.host[i])) {
+      ++outside_touched;
+    }
+  }
+  CHECK(mismatched == 0);
+  CHECK(outside_touched == 0);
+  CHECK(changed > lines * width / 2);  // the block really was updated
+  CHECK_THROWS_WITH(cuda::momentum_update(at(grad, 0), DType::bf16, mom_a.device.as<float>(), u_a.device.get(), DType::bf16,
+                                          width + 1, cfg, nullptr, nullptr, block),
+                    Catch::Contains("not whole lines"));
+}
+
 TEST_CASE("GPU multi-tensor AdamW over more tensors than one launch holds", "[gpu]") {
   if (skip_without_gpu()) return;
   AdamWConfig cfg;

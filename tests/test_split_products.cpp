@@ -173,7 +173,7 @@ TEST_CASE("Plan::validate refuses malformed split calls", "[split-products]") {
 }
 
 TEST_CASE("the planner splits products as its rule says, and the scenario key is read strictly", "[split-products][planner]") {
-  const ModelSpec model = verify::sharded_ns_test_model(false);
+  const ModelSpec model = verify::sharded_ns_test_model("wide");
   const Routing routing = route_parameters(model, {});
   auto splits = [&](const std::string& preset, const StepPlanOptions& o, int calls) {
     const Plan plan = plan_step(model, routing, optimizer_preset(preset), Strategy::owner_striped, make_mesh(1, 2, "mesh"),

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/plan/region_runs.hpp"
 #include "core/cost/ns_flops.hpp"
 #include "core/plan/ns_sharding.hpp"
 
@@ -71,7 +72,20 @@ OpKind executed_collective_kind(const Op& op) {
 int nccl_calls(const Op& op) {
   const OpKind kind = executed_collective_kind(op);
   const bool per_region = kind == OpKind::broadcast || kind == OpKind::reduce || kind == OpKind::all_reduce;
+  if (per_region && has_strided_run(op.regions)) return 1;
   return per_region ? std::max<int>(1, static_cast<int>(op.regions.size())) : 1;
+}
+
+std::int64_t packed_copy_elements(const Op& op, int rank) {
+  const bool per_region = op.kind == OpKind::broadcast || op.kind == OpKind::reduce || op.kind == OpKind::all_reduce;
+  if (!per_region || !has_strided_run(op.regions)) return 0;
+  const std::int64_t n = region_elements(op.regions);
+  const bool root = op.root == rank;
+  switch (op.kind) {
+    case OpKind::all_reduce: return 2 * n;                 // pack and unpack
+    case OpKind::reduce: return root ? 2 * n : n;          // every member packs, the root unpacks
+    default: return root ? n : (op.via_all_reduce ? 2 : 1) * n;  // non-roots unpack (after writing -0.0)
+  }
 }
 
 namespace {

@@ -52,8 +52,15 @@ double collective_payload_bytes(const Op& op, int rank, int bytes_per_element);
 OpKind executed_collective_kind(const Op& op);
 
 // NCCL calls one Plan collective makes: a broadcast, reduce or all-reduce one per region (the
-// executor coalesces them into one launch), any other collective one.
+// executor coalesces them into one launch), any other collective one. A broadcast, reduce or
+// all-reduce whose regions have a strided run (core/plan/region_runs.hpp) is packed into one
+// contiguous buffer and makes one call.
 int nccl_calls(const Op& op);
+
+// Elements such a packed collective writes on this rank around its NCCL call: the pack into the
+// staging buffer where it sends, the unpack where it receives, and a non-root's -0.0 fill of a
+// broadcast run as an all-reduce (kernels/exec/collectives.cpp). 0 for a collective not packed.
+std::int64_t packed_copy_elements(const Op& op, int rank);
 
 // Bytes a collective op moves per rank on the wire, summed over all of a rank's ops of `phase`
 // (or every phase when `phase` is null): the "traffic a strategy adds" figure of reports.

@@ -9,8 +9,6 @@
 
 namespace dmuon::verify {
 
-ModelSpec sharded_ns_test_model(bool tall) { return sharded_ns_test_model(std::string(tall ? "tall" : "wide")); }
-
 ModelSpec sharded_ns_test_model(const std::string& orientation) {
   const std::string shape = orientation == "tall"   ? "[1999, 96]"
                             : orientation == "wide" ? "[96, 1999]"

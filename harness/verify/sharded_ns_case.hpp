@@ -12,14 +12,13 @@
 
 namespace dmuon::verify {
 
-// An AdamW embedding and norm, a small 32 x 32 Muon matrix and a dominant one of 96 x 1999
-// (wide) or 1999 x 96 (`tall`): 1999 columns split raggedly over 2 GPUs (1000 + 999). The
-// executor reads a tall matrix's block of rows in place and copies a wide one's strided column
-// block, so both orientations are worth running.
-ModelSpec sharded_ns_test_model(bool tall);
-// The same with the dominant matrix "wide", "tall" or "square" (161 x 161: a sharded call works
-// on its transpose, members holding rows of it, ns_shard_by_stored_rows; 81 + 80 columns).
-// Throws dmuon::Error for another name.
+// An AdamW embedding and norm, a small 32 x 32 Muon matrix and a dominant one, "wide" (96 x 1999),
+// "tall" (1999 x 96) or "square" (161 x 161). 1999 columns split raggedly over 2 GPUs (1000 + 999);
+// the executor reads a tall matrix's block of rows in place and a wide one's column block as one
+// strided run per row (pitched launches, packed collectives: core/plan/region_runs.hpp), so both
+// orientations are worth running; a square one's call works on its transpose, members holding rows
+// of it (ns_shard_by_stored_rows; 81 + 80 columns). Throws dmuon::Error for another name. No bool
+// overload: a string literal converts to bool before std::string and would pick it.
 ModelSpec sharded_ns_test_model(const std::string& orientation);
 
 // The built-in h200 profile with launches priced as free: a call costs its flops (at the

@@ -23,6 +23,13 @@ constexpr int kMaxTensorsPerLaunch = 40;  // 40 * 56 bytes of addresses stay ins
 __device__ __forceinline__ float load(const void* p, int dtype, long i) { return load_element(p, dtype, i); }
 __device__ __forceinline__ void store(void* p, int dtype, long i, float v) { store_element(p, dtype, i, v); }
 
+// Element i's place under a Pitch (width, pitch; width 0: contiguous). A uniform branch: the
+// contiguous launches pay no division.
+struct Lines {
+  long width, pitch;
+};
+__device__ __forceinline__ long place(long i, Lines l) { return l.width > 0 ? (i / l.width) * l.pitch + i % l.width : i; }
+
 struct MomentumParams {
   float mu, one_minus_mu;
   int ema, nesterov, grad_dtype, out_dtype;
@@ -35,10 +42,11 @@ struct MomentumParams {
 // a form that kept five pointers in registers needed 44 registers, 5 blocks per SM, and lost 23%
 // (reports/nonfinite-executor-2xh200.md). This form: 32 registers, no spill (ptxas -v, sm_90).
 __global__ void momentum_kernel(const void* grad, float* momentum, void* out, long n, MomentumParams p,
-                                unsigned* nonfinite) {
+                                unsigned* nonfinite, Lines lines) {
   unsigned bad = 0;
-  for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<long>(gridDim.x) * blockDim.x) {
+  for (long k = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; k < n;
+       k += static_cast<long>(gridDim.x) * blockDim.x) {
+    const long i = place(k, lines);
     const float g = load(grad, p.grad_dtype, i);
     const float M0 = momentum[i];
     float M, u;
@@ -58,9 +66,10 @@ __global__ void momentum_kernel(const void* grad, float* momentum, void* out, lo
 }
 
 __global__ void muon_update_kernel(float* master, const void* update, int update_dtype, long n, float decay,
-                                   float lr_adj, __nv_bfloat16* copy_out) {
-  for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<long>(gridDim.x) * blockDim.x) {
+                                   float lr_adj, __nv_bfloat16* copy_out, Lines lines) {
+  for (long k = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; k < n;
+       k += static_cast<long>(gridDim.x) * blockDim.x) {
+    const long i = place(k, lines);
     const float decayed = master[i] * decay;
     const float w = decayed - lr_adj * load(update, update_dtype, i);
     master[i] = w;
@@ -123,10 +132,17 @@ void require_16bit_or_fp32(DType d, const char* what) {
 
 double size_of(DType d) { return static_cast<double>(bytes_per_element(d)); }
 
+Lines lines_of(Pitch p, std::int64_t n, const char* what) {
+  if (!p.strided()) return {0, 0};
+  require(n % p.width == 0, std::string(what) + ": " + std::to_string(n) + " elements are not whole lines of " +
+                                std::to_string(p.width));
+  return {static_cast<long>(p.width), static_cast<long>(p.pitch)};
+}
+
 }  // namespace
 
 void momentum_update(const void* grad, DType grad_dtype, float* momentum, void* ns_input, DType ns_input_dtype,
-                     std::int64_t n, const MuonConfig& cfg, Stream stream, unsigned* nonfinite) {
+                     std::int64_t n, const MuonConfig& cfg, Stream stream, unsigned* nonfinite, Pitch pitch) {
   require(cfg.master_dtype == DType::fp32, "momentum_update: master_dtype must be fp32 on the GPU");
   require_16bit_or_fp32(grad_dtype, "momentum_update: grad dtype");
   require_16bit_or_fp32(ns_input_dtype, "momentum_update: ns_input dtype");
@@ -135,18 +151,19 @@ void momentum_update(const void* grad, DType grad_dtype, float* momentum, void* 
   const MomentumParams p{static_cast<float>(cfg.momentum), static_cast<float>(1.0 - cfg.momentum),
                          cfg.momentum_form == MomentumForm::ema, cfg.nesterov, static_cast<int>(grad_dtype),
                          static_cast<int>(ns_input_dtype)};
-  momentum_kernel<<<grid_for(n), kThreads, 0, stream>>>(grad, momentum, ns_input, n, p, nonfinite);
+  momentum_kernel<<<grid_for(n), kThreads, 0, stream>>>(grad, momentum, ns_input, n, p, nonfinite,
+                                                         lines_of(pitch, n, "momentum_update"));
   DMUON_CUDA_CHECK(cudaGetLastError());
 }
 
 void muon_update(float* master, const void* ns_output, DType ns_output_dtype, std::int64_t n, double lr,
-                 double weight_decay, double lr_adj, void* param_bf16, Stream stream) {
+                 double weight_decay, double lr_adj, void* param_bf16, Stream stream, Pitch pitch) {
   require_16bit_or_fp32(ns_output_dtype, "muon_update: ns_output dtype");
   if (n == 0) return;
   require(master && ns_output, "muon_update: null pointer");
   muon_update_kernel<<<grid_for(n), kThreads, 0, stream>>>(
       master, ns_output, static_cast<int>(ns_output_dtype), n, static_cast<float>(1.0 - lr * weight_decay),
-      static_cast<float>(lr_adj), static_cast<__nv_bfloat16*>(param_bf16));
+      static_cast<float>(lr_adj), static_cast<__nv_bfloat16*>(param_bf16), lines_of(pitch, n, "muon_update"));
   DMUON_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -14,6 +14,15 @@
 
 namespace dmuon::cuda {
 
+// Where element i of a launch lives in every pointer it is given: at i (contiguous, the default),
+// or with pitch > width at (i / width) * pitch + i % width: a block of lines of `width` elements,
+// `pitch` apart (a column block of a row-major matrix, core/plan/region_runs.hpp), so one launch
+// covers what would be one launch per line. n still counts the elements updated.
+struct Pitch {
+  std::int64_t width = 0, pitch = 0;
+  bool strided() const { return width > 0 && pitch > width; }
+};
+
 // Non-finite gradients: an element whose gradient is NaN or infinite is not applied (its
 // momentum, moments and weight stay as they were; the NS input gets the old momentum) and is
 // counted in `*nonfinite` when that counter is given. The caller reads the counters after the
@@ -25,14 +34,15 @@ namespace dmuon::cuda {
 // in ns_input_dtype (fp32, bf16, fp16), the Newton-Schulz input. cfg.master_dtype must be fp32.
 void momentum_update(const void* grad, DType grad_dtype, float* momentum, void* ns_input,
                      DType ns_input_dtype, std::int64_t n, const MuonConfig& cfg, Stream stream,
-                     unsigned* nonfinite = nullptr);
+                     unsigned* nonfinite = nullptr, Pitch pitch = {});
 
 // W *= 1 - lr*wd (base lr, decoupled), then W -= lr_adj * O, on the fp32 master `master`.
 // ns_output: ns_output_dtype (bf16, fp16 or fp32), the NS result (its layout = master's).
 // param_bf16: when not null, the updated W is also written there as bf16 (the copy the
 // forward pass reads). lr_adj comes from dmuon::adjusted_lr(cfg, rows, cols) * cfg.lr.
 void muon_update(float* master, const void* ns_output, DType ns_output_dtype, std::int64_t n,
-                 double lr, double weight_decay, double lr_adj, void* param_bf16, Stream stream);
+                 double lr, double weight_decay, double lr_adj, void* param_bf16, Stream stream,
+                 Pitch pitch = {});
 
 // One tensor of a multi-tensor AdamW launch. grad dtype is given per launch.
 struct AdamWTensor {

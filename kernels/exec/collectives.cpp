@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "core/error.hpp"
+#include "core/plan/region_runs.hpp"
 #include "kernels/comm/check.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/exec/fill.hpp"
@@ -60,6 +61,7 @@ struct Context {
   cudaStream_t stream;
   const std::string& where;
   ncclDataType_t type;
+  const PackStaging& staging;
   void* at(const Region& r) const { return buffers.at(op.buffer, r, where); }
   int position_of(int global) const {
     const auto& ranks = plan.groups[static_cast<std::size_t>(op.group)].ranks;
@@ -92,7 +94,62 @@ void broadcast_via_all_reduce(const Context& c) {
   }
 }
 
+// Regions with a strided run (core/plan/region_runs.hpp; every member names the same regions:
+// Plan::validate): packed in order into the staging buffer, one 2-D copy per run, moved by one
+// NCCL call, and unpacked where this member receives, all on the collective's stream. Packing
+// keeps the regions' element order, so the members' staging buffers line up element for element.
+void copy_runs(const Context& c, bool pack) {
+  const std::size_t esize = element_bytes(c.buffers.type(static_cast<int>(c.op.buffer)));
+  char* staged = static_cast<char*>(c.staging.data);
+  for (const RegionRun& run : region_runs(c.op.regions)) {
+    char* span = static_cast<char*>(c.at(run.span()));
+    const std::size_t width = sz(run.width) * esize, pitch = sz(run.pitch) * esize;
+    if (pack) {
+      DMUON_CUDA_CHECK(cudaMemcpy2DAsync(staged, width, span, pitch, width, sz(run.lines), cudaMemcpyDeviceToDevice, c.stream));
+    } else {
+      DMUON_CUDA_CHECK(cudaMemcpy2DAsync(span, pitch, staged, width, width, sz(run.lines), cudaMemcpyDeviceToDevice, c.stream));
+    }
+    staged += sz(run.elements()) * esize;
+  }
+}
+
+void packed(const Context& c) {
+  const std::int64_t n = region_elements(c.op.regions);
+  const std::size_t bytes = sz(n) * element_bytes(c.buffers.type(static_cast<int>(c.op.buffer)));
+  if (bytes > c.staging.bytes) {
+    throw Error(c.where + ": packing " + std::to_string(bytes) + " bytes of strided regions needs a staging buffer of that size, this stream has " +
+                std::to_string(c.staging.bytes));
+  }
+  const bool rooted_kind = c.op.kind == OpKind::broadcast || c.op.kind == OpKind::reduce;
+  const int root = rooted_kind ? c.position_of(c.op.root) : -1;
+  const bool zeros = c.op.kind == OpKind::broadcast && c.op.via_all_reduce && c.me != root;
+  if (zeros) {
+    try {
+      fill_negative_zero(c.staging.data, c.buffers.type(static_cast<int>(c.op.buffer)), n, c.stream);
+    } catch (const std::runtime_error& e) {
+      throw Error(c.where + ": " + e.what());
+    }
+  } else if (!(c.op.kind == OpKind::broadcast && c.me != root)) {
+    copy_runs(c, true);
+  }
+  void* s = c.staging.data;
+  if (c.op.kind == OpKind::all_reduce || (c.op.kind == OpKind::broadcast && c.op.via_all_reduce)) {
+    const ncclRedOp_t op = c.op.kind == OpKind::all_reduce ? nccl_op(c.op.reduce_op) : ncclSum;
+    DMUON_NCCL_CHECK(ncclAllReduce(s, s, sz(n), c.type, op, c.comm, c.stream));
+  } else if (c.op.kind == OpKind::broadcast) {
+    DMUON_NCCL_CHECK(ncclBroadcast(s, s, sz(n), c.type, root, c.comm, c.stream));
+  } else {
+    DMUON_NCCL_CHECK(ncclReduce(s, s, sz(n), c.type, nccl_op(c.op.reduce_op), root, c.comm, c.stream));
+  }
+  const bool receives = c.op.kind == OpKind::all_reduce || (c.op.kind == OpKind::broadcast ? c.me != root : c.me == root);
+  if (receives) copy_runs(c, false);
+}
+
 void rooted(const Context& c) {
+  if (has_strided_run(c.op.regions)) {
+    packed(c);
+    return;
+  }
   if (c.op.kind == OpKind::broadcast && c.op.via_all_reduce) {
     broadcast_via_all_reduce(c);
     return;
@@ -111,6 +168,10 @@ void rooted(const Context& c) {
 }
 
 void all_reduce(const Context& c) {
+  if (has_strided_run(c.op.regions)) {
+    packed(c);
+    return;
+  }
   Group group;
   for (const Region& r : c.op.regions) {
     if (r.count == 0) continue;
@@ -210,10 +271,16 @@ cuda::NsShardReduce sharded_ns_reduce(ncclComm_t comm, const std::string& where)
   return r;
 }
 
+std::size_t packed_collective_bytes(const Op& op, const DeviceBuffers& buffers) {
+  const bool per_region = op.kind == OpKind::broadcast || op.kind == OpKind::reduce || op.kind == OpKind::all_reduce;
+  if (!per_region || !has_strided_run(op.regions)) return 0;
+  return sz(region_elements(op.regions)) * element_bytes(buffers.type(static_cast<int>(op.buffer)));
+}
+
 void launch_collective(const Op& op, const Plan& plan, int rank, comm::RankComms& comms, DeviceBuffers& buffers,
-                       cudaStream_t stream, const std::string& where) {
+                       cudaStream_t stream, const PackStaging& staging, const std::string& where) {
   const Context c{op, plan, rank, comms.comm(plan, op.group), comms.position(plan, op.group), buffers, stream, where,
-                  nccl_type(buffers.type(static_cast<int>(op.buffer)))};
+                  nccl_type(buffers.type(static_cast<int>(op.buffer))), staging};
   try {
     switch (op.kind) {
       case OpKind::broadcast:

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/error.hpp"
+#include "core/plan/region_runs.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/elementwise.hpp"
 
@@ -21,6 +22,10 @@ DType dtype_of(ElementType t) {
 }
 
 constexpr int K(BufferKind b) { return static_cast<int>(b); }
+
+cuda::Pitch pitch_of(const RegionRun& run) {
+  return run.strided() ? cuda::Pitch{run.width, run.pitch} : cuda::Pitch{};
+}
 
 // The engine follows the optimizer config's non-finite policy (the executor accepts only
 // `error`: kernels/exec/nccl_executor.hpp), whatever the caller's engine options say.
@@ -77,12 +82,13 @@ void* ComputeRunner::staging(std::size_t bytes) {
 void ComputeRunner::launch(const Op& op, DeviceBuffers& b, long adam_step, const std::string& where) {
   switch (op.kind) {
     case OpKind::momentum:
-      for (const Region& r : op.regions) {
-        if (r.count == 0) continue;
+      // One launch per run: a strided member's column block is one pitched launch, not one per row.
+      for (const RegionRun& run : region_runs(op.regions)) {
+        const Region r = run.span();
         cuda::momentum_update(b.at(BufferKind::grad, r, where), dtype_of(b.type(K(BufferKind::grad))),
                               static_cast<float*>(b.at(BufferKind::momentum, r, where)), b.at(BufferKind::ns_input, r, where),
-                              dtype_of(b.type(K(BufferKind::ns_input))), r.count, config_.muon, stream_,
-                              nonfinite_ + r.param);
+                              dtype_of(b.type(K(BufferKind::ns_input))), run.elements(), config_.muon, stream_,
+                              nonfinite_ + r.param, pitch_of(run));
       }
       return;
     case OpKind::newton_schulz:
@@ -91,13 +97,13 @@ void ComputeRunner::launch(const Op& op, DeviceBuffers& b, long adam_step, const
       newton_schulz(op, b, where);
       return;
     case OpKind::muon_update:
-      for (const Region& r : op.regions) {
-        if (r.count == 0) continue;
+      for (const RegionRun& run : region_runs(op.regions)) {
+        const Region r = run.span();
         const double lr_adj = lr_adjusted_.at(r.param);
         if (std::isnan(lr_adj)) throw Error(where + ": parameter '" + names_.at(r.param) + "' has no Muon matrix");
         cuda::muon_update(static_cast<float*>(b.at(kMasterKind, r, where)), b.at(BufferKind::ns_output, r, where),
-                          dtype_of(b.type(K(BufferKind::ns_output))), r.count, config_.muon.lr, config_.muon.weight_decay,
-                          lr_adj, b.at(BufferKind::param, r, where), stream_);
+                          dtype_of(b.type(K(BufferKind::ns_output))), run.elements(), config_.muon.lr,
+                          config_.muon.weight_decay, lr_adj, b.at(BufferKind::param, r, where), stream_, pitch_of(run));
       }
       return;
     case OpKind::adamw: launch_adamw({&op}, b, adam_step, where); return;

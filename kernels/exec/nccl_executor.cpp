@@ -128,6 +128,17 @@ RankExecutor::RankExecutor(comm::RankComms& comms, const Plan& plan, const Model
   DMUON_CUDA_CHECK(cudaStreamCreateWithPriority(&comm_, cudaStreamNonBlocking, greatest));
   events_ = std::make_unique<Events>(ops.size());
   compute_runner_ = std::make_unique<ComputeRunner>(model, routing, config, compute_, options.compute);
+  // Staging for packed collectives (strided regions), per stream, sized once from this rank's ops.
+  std::size_t pack_bytes[2] = {0, 0};
+  for (const Op& op : ops) {
+    if (!is_collective(op.kind)) continue;
+    std::size_t& most = pack_bytes[op.stream == StreamKind::compute ? 0 : 1];
+    most = std::max(most, packed_collective_bytes(op, *buffers_));
+  }
+  const std::string who = "rank " + std::to_string(comms.rank()) + " packed-collective staging";
+  for (int s = 0; s < 2; ++s) {
+    if (pack_bytes[s] > 0) pack_buffers_[s] = cuda::DeviceBuffer(pack_bytes[s], who);
+  }
   comms_.prepare(plan);
 }
 
@@ -174,7 +185,8 @@ void RankExecutor::enqueue(int index, unsigned phases, long adam_step, bool time
   if (time_ops) DMUON_CUDA_CHECK(cudaEventRecord(events_->start[at(index)], stream));
   const std::string where = describe(index);
   if (is_collective(op.kind)) {
-    launch_collective(op, plan_, rank(), comms_, *buffers_, stream, where);
+    const cuda::DeviceBuffer& pack = pack_buffers_[op.stream == StreamKind::compute ? 0 : 1];
+    launch_collective(op, plan_, rank(), comms_, *buffers_, stream, PackStaging{pack.get(), pack.bytes()}, where);
   } else if (is_sharded_ns(op)) {
     compute_runner_->launch_sharded_ns(shard_members_.at(index), sharded_ns_reduce(comms_.comm(plan_, op.group), where),
                                        *buffers_, where);

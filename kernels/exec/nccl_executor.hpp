@@ -35,6 +35,7 @@
 #include "core/model/routing.hpp"
 #include "core/plan/step_units.hpp"
 #include "kernels/comm/world.hpp"
+#include "kernels/cuda/device_buffer.hpp"
 #include "kernels/exec/buffers.hpp"
 #include "kernels/exec/compute.hpp"
 #include "kernels/exec/ns_shard_member.hpp"
@@ -114,6 +115,7 @@ class RankExecutor {
   cudaStream_t compute_ = nullptr, comm_ = nullptr;
   std::unique_ptr<Events> events_;
   std::unique_ptr<ComputeRunner> compute_runner_;
+  cuda::DeviceBuffer pack_buffers_[2];  // packed collectives' staging: compute stream, comm stream
 };
 
 }  // namespace dmuon::exec
