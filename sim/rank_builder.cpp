@@ -63,10 +63,9 @@ int RankBuilder::merged_index(int rank, const Op& op, int unit) {
   c.merged += 1;
   c.calls += nccl_calls(op);
   const int bpe = plan_.bytes_per_element;
-  // A packed collective (strided regions): the busiest member's copies around the call, each
-  // element read and written once, one 2-D copy per run each way.
-  std::int64_t copies = 0;
-  for (int m : plan_.groups[static_cast<std::size_t>(op.group)].ranks) copies = std::max(copies, packed_copy_elements(op, m));
+  // A packed collective (strided regions): the pack before the call and the unpack after it,
+  // each element read and written once, one 2-D copy per run each way.
+  const std::int64_t copies = packed_copy_elements(op);
   if (copies > 0 && cost) {
     const auto runs = static_cast<double>(region_runs(op.regions).size());
     c.pack_seconds += cost->elementwise_seconds(2.0 * double(copies) * bpe) + 2 * runs * cost->launch_overhead_s();

@@ -51,25 +51,23 @@ TEST_CASE("runs split where the parameter, width or pitch changes and skip empty
   CHECK(region_runs({}).empty());
 }
 
-TEST_CASE("a packed collective is one NCCL call; its copies depend on the member's role", "[region-runs][cost]") {
+TEST_CASE("a packed collective is one NCCL call with a pack and an unpack", "[region-runs][cost]") {
   Op op;
   op.kind = OpKind::reduce;
   op.root = 1;
   for (int i = 0; i < 8; ++i) op.regions.push_back({0, i * 100, 30});
-  CHECK(nccl_calls(op) == 1);
-  CHECK(packed_copy_elements(op, 1) == 2 * 240);  // the root packs and unpacks
-  CHECK(packed_copy_elements(op, 0) == 240);      // a sender only packs
-  op.kind = OpKind::broadcast;
-  CHECK(packed_copy_elements(op, 1) == 240);
-  CHECK(packed_copy_elements(op, 0) == 240);
-  op.via_all_reduce = true;                        // non-roots also write -0.0 first
-  CHECK(packed_copy_elements(op, 0) == 480);
-  op.kind = OpKind::all_reduce;
-  CHECK(packed_copy_elements(op, 0) == 480);
+  for (OpKind kind : {OpKind::reduce, OpKind::broadcast, OpKind::all_reduce}) {
+    op.kind = kind;
+    CHECK(nccl_calls(op) == 1);
+    CHECK(packed_copy_elements(op) == 2 * 240);  // senders pack, then receivers unpack
+  }
   Op contiguous = op;
   contiguous.regions = {{0, 0, 30}, {1, 0, 30}, {2, 0, 30}};
   CHECK(nccl_calls(contiguous) == 3);  // one call per region, as before
-  CHECK(packed_copy_elements(contiguous, 0) == 0);
+  CHECK(packed_copy_elements(contiguous) == 0);
+  Op gather = op;
+  gather.kind = OpKind::all_gather;  // parts, not regions: never packed
+  CHECK(packed_copy_elements(gather) == 0);
 }
 
 TEST_CASE("the verify case's wide member moves its column block in packed collectives", "[region-runs][sharded-ns]") {

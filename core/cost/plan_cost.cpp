@@ -76,16 +76,10 @@ int nccl_calls(const Op& op) {
   return per_region ? std::max<int>(1, static_cast<int>(op.regions.size())) : 1;
 }
 
-std::int64_t packed_copy_elements(const Op& op, int rank) {
+std::int64_t packed_copy_elements(const Op& op) {
   const bool per_region = op.kind == OpKind::broadcast || op.kind == OpKind::reduce || op.kind == OpKind::all_reduce;
   if (!per_region || !has_strided_run(op.regions)) return 0;
-  const std::int64_t n = region_elements(op.regions);
-  const bool root = op.root == rank;
-  switch (op.kind) {
-    case OpKind::all_reduce: return 2 * n;                 // pack and unpack
-    case OpKind::reduce: return root ? 2 * n : n;          // every member packs, the root unpacks
-    default: return root ? n : (op.via_all_reduce ? 2 : 1) * n;  // non-roots unpack (after writing -0.0)
-  }
+  return 2 * region_elements(op.regions);
 }
 
 namespace {

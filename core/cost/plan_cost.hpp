@@ -57,10 +57,11 @@ OpKind executed_collective_kind(const Op& op);
 // contiguous buffer and makes one call.
 int nccl_calls(const Op& op);
 
-// Elements such a packed collective writes on this rank around its NCCL call: the pack into the
-// staging buffer where it sends, the unpack where it receives, and a non-root's -0.0 fill of a
-// broadcast run as an all-reduce (kernels/exec/collectives.cpp). 0 for a collective not packed.
-std::int64_t packed_copy_elements(const Op& op, int rank);
+// Elements a packed collective copies on its critical path (kernels/exec/collectives.cpp): the
+// senders pack the regions into the staging buffer before the call and the receivers unpack them
+// after it, n each (a broadcast's non-roots write -0.0 over theirs while the root packs). 2 n; 0
+// for a collective that is not packed.
+std::int64_t packed_copy_elements(const Op& op);
 
 // Bytes a collective op moves per rank on the wire, summed over all of a rank's ops of `phase`
 // (or every phase when `phase` is null): the "traffic a strategy adds" figure of reports.
