@@ -25,9 +25,9 @@ __device__ __forceinline__ void store(void* p, int dtype, long i, float v) { sto
 
 // What a launch covers: `count` lines of `width` elements, `pitch` apart (a Pitch's block), or
 // one line of n (contiguous). Grid x strides over a line's elements and grid y over the lines,
-// so no element pays a division: a first form that mapped a flat index with i / width ran the
-// momentum of a 4096 x 7168 block of a 4096 x 14336 matrix at 168 us against 124 us for the
-// contiguous block of the same size (2 x H200, reports/sharded-ns-wide.md).
+// so no element pays a division. Either form ran the momentum of a 4096 x 7168 block of a
+// 4096 x 14336 matrix at 150-168 us against 125 us for a contiguous block of the same size
+// (2 x H200, reports/sharded-ns-wide.md): the gap is the strided rows, not the indexing.
 struct Lines {
   long width, pitch, count;
 };
