@@ -139,10 +139,9 @@ double sharded_ns_seconds(const CostModel& cost, const NsConfig& ns, std::int64_
     const std::optional<double> curve = cost.collective_seconds(kind, k, 1, bytes);
     return curve ? *curve + cost.collective_step_overhead_s() : ring(bytes, k, link);
   };
-  const double strided = rows < cols ? double(rows) * kStridedLaunchesPerRow * cost.launch_overhead_s() : 0.0;
   return full * share + comm.matrix_all_reduces * measured(OpKind::all_reduce, comm.bytes_each, ring_all_reduce_seconds) +
          comm.product_all_gathers * measured(OpKind::all_gather, comm.gather_bytes_each, ring_all_gather_seconds) +
-         measured(OpKind::all_reduce, 8, ring_all_reduce_seconds) + strided;
+         measured(OpKind::all_reduce, 8, ring_all_reduce_seconds);
 }
 
 NsShardChoice best_sharded_ns(const CostModel& cost, const NsConfig& ns, std::int64_t rows, std::int64_t cols, int k,

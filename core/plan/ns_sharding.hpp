@@ -38,8 +38,8 @@ std::int64_t ns_wide_columns(const MuonMatrix& matrix);
 // (row-major) G, one contiguous region: every matrix but a strictly wide one (rows < cols), square
 // ones included. Single-device NS keeps X = G for a square matrix; in exact arithmetic
 // NS(G^T)^T = NS(G) (every product of the iteration transposes), so the sharded call differs from
-// it only by rounding. A strictly wide matrix's columns are one strided run per row of G, and the
-// NCCL executor launches its member's elementwise kernels and collectives once per run.
+// it only by rounding. A strictly wide matrix's columns are one strided run per row of G, which the
+// NCCL executor packs with pitched 2-D kernels rather than launching once per run.
 
 // Columns [begin, end) of member j of k: ceil(n / k) each, the last one possibly short (a ragged
 // split). Throws dmuon::Error when k < 1, j is outside [0, k) or some member would get none.
@@ -107,7 +107,6 @@ NsShardComm ns_shard_comm(NsKernel kernel, std::int64_t rows, std::int64_t cols,
                           int split_members = 1);
 inline constexpr int kNsAllReduceBytesPerElement = 4;
 inline constexpr int kNsGatherBytesPerElement = 2;
-inline constexpr int kStridedLaunchesPerRow = 4;
 
 // What the planner knows of the node's links to price the all-reduces (a ring over k GPUs:
 // 2 (k-1)/k of the bytes at bw, 2 (k-1) steps of latency each).
@@ -122,11 +121,10 @@ double ring_all_gather_seconds(double bytes, int k, const NodeLink& link);
 // Seconds one member spends on a sharded call over k GPUs: the full call's time (CostModel)
 // scaled by the work share of its widest member, plus its all-reduces (and with `split`, its
 // all-gathers: the calibration's measured curves for k GPUs of one node where it has them, else
-// the ring over `link`), plus for a strictly wide matrix kStridedLaunchesPerRow launches per row of it
-// (its member's regions are one run per row: the NCCL executor launches momentum, update, the
-// forward broadcast and the backward reduce once per run; measured on 2 x H200, a 5120-row
-// member's optimizer step took 48.5 ms where a contiguous one took 4.6, reports/). k = 1: the
-// full call.
+// the ring over `link`). A strictly wide matrix's member (one strided run per row) is priced as
+// a contiguous one: the NCCL executor packs its column block with pitched 2-D kernels instead of
+// one launch per row (per-row launches had cost 48.5 ms where a contiguous member took 4.6 ms
+// on 2 x H200, reports/). k = 1: the full call.
 double sharded_ns_seconds(const CostModel& cost, const NsConfig& ns, std::int64_t rows, std::int64_t cols, int k,
                           const NodeLink& link, bool split = false);
 
