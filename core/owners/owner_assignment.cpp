@@ -35,7 +35,27 @@ BatchCost ns_batch_cost(const CostModel& model, const NsConfig& ns) {
   };
 }
 
+double owner_elementwise_seconds(const CostModel& model, double elements) {
+  const auto n = static_cast<std::int64_t>(elements);
+  return model.elementwise_time(CostModel::momentum_bytes(n), ElementwiseKind::momentum).seconds +
+         model.elementwise_time(CostModel::muon_update_bytes(n), ElementwiseKind::muon_update).seconds;
+}
+
+BatchCost owner_batch_cost(const CostModel& model, const NsConfig& ns) {
+  return [ns_cost = ns_batch_cost(model, ns), model](long rows, long cols, int batch) {
+    return ns_cost(rows, cols, batch) + batch * owner_elementwise_seconds(model, double(rows) * double(cols));
+  };
+}
+
 namespace owner_detail {
+
+void summarize_loads(Assignment& a) {
+  const auto ranks = static_cast<double>(a.load_seconds.size());
+  a.makespan_seconds = *std::max_element(a.load_seconds.begin(), a.load_seconds.end());
+  a.mean_seconds = std::accumulate(a.load_seconds.begin(), a.load_seconds.end(), 0.0) / ranks;
+  a.compute_makespan_seconds = *std::max_element(a.compute_seconds.begin(), a.compute_seconds.end());
+  a.compute_mean_seconds = std::accumulate(a.compute_seconds.begin(), a.compute_seconds.end(), 0.0) / ranks;
+}
 
 std::vector<int> owners_round_robin(const Problem& p) {
   std::vector<std::size_t> order(p.units.size());
@@ -71,15 +91,24 @@ std::vector<int> owners_lpt(const Problem& p) {
   });
   RankLoads loads(p);
   std::vector<int> owner(p.units.size(), -1);
+  double makespan = 0;
+  for (int r = 0; r < p.ranks; ++r) makespan = std::max(makespan, loads.load(r));
   for (std::size_t k = 0; k < order.size(); ++k) {
     const Unit& u = p.units[order[k]];
+    // The least loaded rank; but any rank the unit leaves within the makespan so far does as
+    // well for the makespan, so among those the one that computes the least (the two differ
+    // where a base load holds sharded calls' collectives, which compute does not count).
     int best = -1;
+    double best_over = 0;
     for (int r = 0; r < p.ranks; ++r) {
-      if (loads.fits(r, nullptr, &u) && (best < 0 || loads.load(r) < loads.load(best))) best = r;
+      if (!loads.fits(r, nullptr, &u)) continue;
+      const double over = std::max(makespan, loads.load(r) + u.seconds);
+      if (best < 0 || over < best_over || (over == best_over && loads.compute(r) < loads.compute(best))) best = r, best_over = over;
     }
     if (best < 0) fail_no_room(p, loads, u, k);
     owner[order[k]] = best;
     loads.add(best, u);
+    makespan = std::max(makespan, loads.load(best));
   }
   return owner;
 }
@@ -125,6 +154,7 @@ Assignment summarize(const od::Problem& p, const std::vector<MuonMatrix>& matric
   for (std::size_t i = 0; i < matrices.size(); ++i) owned[a.owner_of_matrix[i]].push_back(i);
   std::vector<std::vector<std::int64_t>> counts(p.ranks, std::vector<std::int64_t>(p.shapes.size(), 0));
   a.load_seconds.assign(p.ranks, 0.0);
+  a.compute_seconds.assign(p.ranks, 0.0);
   a.memory_bytes.assign(p.ranks, 0.0);
   double volume_seconds = 0;
   for (std::size_t i = 0; i < matrices.size(); ++i) {
@@ -138,10 +168,10 @@ Assignment summarize(const od::Problem& p, const std::vector<MuonMatrix>& matric
     for (std::size_t s = 0; s < p.shapes.size(); ++s) {
       if (counts[r][s] > 0) a.load_seconds[r] += p.shapes[s].seconds(counts[r][s]);
     }
+    a.compute_seconds[r] = a.load_seconds[r] - p.base_collective_seconds[r];
     a.batches.push_back(rank_batches(p, owned[r]));
   }
-  a.makespan_seconds = *std::max_element(a.load_seconds.begin(), a.load_seconds.end());
-  a.mean_seconds = std::accumulate(a.load_seconds.begin(), a.load_seconds.end(), 0.0) / p.ranks;
+  od::summarize_loads(a);
   a.lower_bound_seconds = volume_seconds / p.ranks;
   // A unit's own time bounds its owner's load only when adding matrices never lowers a load.
   if (p.monotone) {

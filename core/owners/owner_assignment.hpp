@@ -31,6 +31,11 @@ using BatchCost = std::function<double(long rows, long cols, int batch)>;
 // The cost of the NS call the config describes (its kernel, compute dtype, steps, restarts),
 // priced by `model` (copied into the function).
 BatchCost ns_batch_cost(const CostModel& model, const NsConfig& ns);
+// The momentum and update passes an owner runs over `elements` of one matrix it holds (one
+// launch each, as the owner pipeline emits them).
+double owner_elementwise_seconds(const CostModel& model, double elements);
+// ns_batch_cost plus each matrix's owner_elementwise_seconds: all an owner computes for a batch.
+BatchCost owner_batch_cost(const CostModel& model, const NsConfig& ns);
 
 struct AssignmentOptions {
   using Algorithm = OwnerAlgorithm;
@@ -53,6 +58,12 @@ struct AssignmentOptions {
   // core/owners/owner_sharded.hpp), counted in every load; empty = none. The exact solver is not
   // used with it (its bounds assume empty ranks).
   std::vector<double> base_load_seconds;
+  // Per rank: the part of base_load_seconds spent in the sharded calls' own collectives
+  // (all-reduces, all-gathers), when the GPU waits on NVLink and computes nothing; empty = none.
+  // The algorithms first lower the makespan (the rank that finishes last), then the compute
+  // makespan (what the simulator's owner imbalance measures): under a makespan that one call's
+  // collectives set, the other ranks still even out their compute.
+  std::vector<double> base_collective_seconds;
 };
 
 // One batched NS call a plan builder emits: same-shape matrices (indices into the input list).
@@ -64,19 +75,24 @@ struct NsBatch {
 struct Assignment {
   std::vector<int> owner_of_matrix;           // parallel to the input matrices
   std::vector<double> load_seconds;           // per rank: NS time of everything it owns
+  std::vector<double> compute_seconds;        // per rank: load_seconds less base_collective_seconds
   std::vector<double> memory_bytes;           // per rank: bytes_per_element_owned * numel owned
   std::vector<std::vector<NsBatch>> batches;  // per rank: (shape, matrices), split at max_batch
   double makespan_seconds = 0;
   double mean_seconds = 0;
+  double compute_makespan_seconds = 0, compute_mean_seconds = 0;  // of compute_seconds
   // max(total / ranks, largest unit), where total counts every matrix at its shape's cheapest
   // per-matrix rate (the best batch): no assignment can beat it.
   double lower_bound_seconds = 0;
   int units = 0;                // allocation units after packing
   bool proven_optimal = false;  // the exact solver finished: no assignment has a lower makespan
 
-  // (max - mean) / mean; max >= mean, but the rounded sum can put the mean an ulp above it.
+  // (max - mean) / mean of compute_seconds, as the simulator's "owner imbalance" measures a GPU's
+  // optimizer compute (without the sharded calls' collectives, which load_seconds counts);
+  // max >= mean, but the rounded sum can put the mean an ulp above it.
   double imbalance() const {
-    return mean_seconds > 0 ? std::max(0.0, (makespan_seconds - mean_seconds) / mean_seconds) : 0;
+    const double mean = compute_mean_seconds;
+    return mean > 0 ? std::max(0.0, (compute_makespan_seconds - mean) / mean) : 0;
   }
   double gap_to_lower_bound() const {
     return lower_bound_seconds > 0 ? makespan_seconds / lower_bound_seconds - 1 : 0;

@@ -81,6 +81,12 @@ Problem build_problem(const std::vector<MuonMatrix>& matrices, const BatchCost& 
   if (p.base_seconds.size() != std::size_t(p.ranks)) {
     fail("base_load_seconds has " + std::to_string(p.base_seconds.size()) + " entries for " + std::to_string(p.ranks) + " ranks");
   }
+  p.base_collective_seconds = options.base_collective_seconds;
+  if (p.base_collective_seconds.empty()) p.base_collective_seconds.assign(p.ranks, 0.0);
+  if (p.base_collective_seconds.size() != std::size_t(p.ranks)) {
+    fail("base_collective_seconds has " + std::to_string(p.base_collective_seconds.size()) + " entries for " +
+         std::to_string(p.ranks) + " ranks");
+  }
   const int batch = options.batch_same_shape ? options.max_batch : 1;
   std::map<std::pair<long, long>, int> shape_index;
   for (const auto& m : matrices) {

@@ -37,6 +37,7 @@ struct Problem {
   int ranks = 1;
   std::vector<double> capacity_bytes;  // per rank, +inf when unlimited
   std::vector<double> base_seconds;    // per rank: AssignmentOptions::base_load_seconds, or zeros
+  std::vector<double> base_collective_seconds;  // per rank: of which collectives, or zeros
   std::vector<ShapeCost> shapes;
   std::vector<int> shape_of_matrix;
   std::vector<Unit> units;
@@ -53,6 +54,8 @@ class RankLoads {
  public:
   explicit RankLoads(const Problem& problem);
   double load(int rank) const { return load_[rank]; }
+  // The rank's compute: its load less the sharded calls' collectives in its base.
+  double compute(int rank) const { return load_[rank] - problem_->base_collective_seconds[rank]; }
   double memory(int rank) const { return memory_[rank]; }
   int unit_count(int rank) const { return units_[rank]; }
   // Load of `rank` after giving away `out` and taking `in` (either may be null).
@@ -69,6 +72,9 @@ class RankLoads {
   std::vector<double> load_, memory_;
   std::vector<int> units_;
 };
+
+// Fills the makespans and means of a's load_seconds and compute_seconds.
+void summarize_loads(Assignment& a);
 
 std::vector<int> owners_round_robin(const Problem& problem);
 std::vector<int> owners_lpt(const Problem& problem);

@@ -1,6 +1,9 @@
 // Local search on owners: from the most loaded rank, move one unit away or swap it for a unit
 // of another rank, taking the best move (or, when no move helps, the best swap) while it
-// lowers (makespan, sum of squared loads).
+// lowers (makespan, compute makespan, sum of squared compute loads). The two makespans differ
+// only where a rank's base load holds sharded calls' collectives (Problem::base_collective_seconds):
+// when such a call sets the makespan, no move can lower it, and the search goes on from the rank
+// that computes the most, so the other ranks still balance the work the simulator counts.
 #include <algorithm>
 #include <array>
 
@@ -16,33 +19,44 @@ constexpr double kRelativeGain = 1e-12;
 constexpr int kMaxChanges = 1'000'000;
 
 struct Score {
-  double makespan, sum_squares;
+  double makespan, compute_makespan, sum_squares;
   bool better_than(const Score& o) const {
     if (makespan < o.makespan * (1 - kRelativeGain)) return true;
-    return makespan <= o.makespan && sum_squares < o.sum_squares * (1 - kRelativeGain);
+    if (makespan > o.makespan) return false;
+    if (compute_makespan < o.compute_makespan * (1 - kRelativeGain)) return true;
+    if (compute_makespan > o.compute_makespan) return false;
+    return sum_squares < o.sum_squares * (1 - kRelativeGain);
   }
 };
 
-// The three largest loads, enough to know the makespan without any two given ranks.
-struct TopLoads {
-  std::array<int, 3> rank{-1, -1, -1};
-  TopLoads(const RankLoads& loads, int ranks) {
+// The three largest of one per-rank figure (load or compute), enough to know its maximum
+// without any two given ranks.
+class TopLoads {
+ public:
+  template <class Figure>
+  TopLoads(int ranks, Figure figure) {
     for (int r = 0; r < ranks; ++r) {
+      const double v = figure(r);
       for (int k = 0; k < 3; ++k) {
-        if (rank[k] < 0 || loads.load(r) > loads.load(rank[k])) {
-          for (int j = 2; j > k; --j) rank[j] = rank[j - 1];
-          rank[k] = r;
+        if (rank[k] < 0 || v > value_[k]) {
+          for (int j = 2; j > k; --j) rank[j] = rank[j - 1], value_[j] = value_[j - 1];
+          rank[k] = r, value_[k] = v;
           break;
         }
       }
     }
   }
-  double max_without(const RankLoads& loads, int a, int b) const {
-    for (int r : rank) {
-      if (r >= 0 && r != a && r != b) return loads.load(r);
+  double max_without(int a, int b) const {
+    for (int k = 0; k < 3; ++k) {
+      if (rank[k] >= 0 && rank[k] != a && rank[k] != b) return value_[k];
     }
     return 0;
   }
+  double max() const { return value_[0]; }
+  std::array<int, 3> rank{-1, -1, -1};
+
+ private:
+  std::array<double, 3> value_{0, 0, 0};
 };
 
 struct Change {
@@ -64,50 +78,59 @@ class Search {
 
   void run() {
     for (int changes = 0; changes < kMaxChanges; ++changes) {
-      const TopLoads top(loads_, p_.ranks);
-      const int a = top.rank[0];
-      Change best{-1, -1, -1, current_score(a)};
-      base_squares_ = best.score.sum_squares;
-      // Units of one type are interchangeable, so trying one of each type tries them all.
-      // Moves first: they are cheap to scan; swaps (types^2 per rank pair) only when no move helps.
-      for (bool swaps : {false, true}) {
-        for (int t = 0; t < p_.types; ++t) {
-          if (on_rank_[a][t] > 0) try_from(a, t, swaps, top, best);
+      const TopLoads wall(p_.ranks, [&](int r) { return loads_.load(r); });
+      const TopLoads compute(p_.ranks, [&](int r) { return loads_.compute(r); });
+      base_ = {wall.max(), compute.max(), sum_squares()};
+      Change best{-1, -1, -1, base_};
+      // The rank that finishes last, then (when nothing it holds can go) the one that computes
+      // the most. Units of one type are interchangeable, so trying one of each type tries them
+      // all. Moves first: they are cheap to scan; swaps (types^2 per rank pair) only when no
+      // move helps.
+      const std::array<int, 2> sources{wall.rank[0], compute.rank[0]};
+      int a = -1;
+      for (int i = 0; i < (sources[1] == sources[0] ? 1 : 2) && a < 0; ++i) {
+        for (bool swaps : {false, true}) {
+          for (int t = 0; t < p_.types; ++t) {
+            if (on_rank_[sources[i]][t] > 0) try_from(sources[i], t, swaps, wall, compute, best);
+          }
+          if (best.to_rank >= 0) break;
         }
-        if (best.to_rank >= 0) break;
+        if (best.to_rank >= 0) a = sources[i];
       }
-      if (best.to_rank < 0) return;
+      if (a < 0) return;
       apply(a, best);
     }
   }
 
  private:
-  Score current_score(int a) const {
+  double sum_squares() const {
     double squares = 0;
-    for (int r = 0; r < p_.ranks; ++r) squares += loads_.load(r) * loads_.load(r);
-    return {loads_.load(a), squares};
+    for (int r = 0; r < p_.ranks; ++r) squares += loads_.compute(r) * loads_.compute(r);
+    return squares;
   }
 
-  void consider(int a, int b, const Unit* out, const Unit* in, int t, int back, const TopLoads& top, Change& best) {
+  void consider(int a, int b, const Unit* out, const Unit* in, int t, int back, const TopLoads& wall,
+                const TopLoads& compute, Change& best) {
     if (!loads_.fits(b, in, out)) return;
     if (in && !loads_.fits(a, out, in)) return;
     const double la = loads_.load_with(a, out, in), lb = loads_.load_with(b, in, out);
-    const double old_a = loads_.load(a), old_b = loads_.load(b);
-    const double squares = base_squares_ - old_a * old_a - old_b * old_b + la * la + lb * lb;
-    const Score s{std::max({la, lb, top.max_without(loads_, a, b)}), squares};
+    const double ca = la - p_.base_collective_seconds[a], cb = lb - p_.base_collective_seconds[b];
+    const double old_a = loads_.compute(a), old_b = loads_.compute(b);
+    const double squares = base_.sum_squares - old_a * old_a - old_b * old_b + ca * ca + cb * cb;
+    const Score s{std::max({la, lb, wall.max_without(a, b)}), std::max({ca, cb, compute.max_without(a, b)}), squares};
     if (s.better_than(best.score)) best = {t, b, back, s};
   }
 
-  void try_from(int a, int t, bool swaps, const TopLoads& top, Change& best) {
+  void try_from(int a, int t, bool swaps, const TopLoads& wall, const TopLoads& compute, Change& best) {
     const Unit* out = &p_.units[representative_[t]];
     for (int b = 0; b < p_.ranks; ++b) {
       if (b == a) continue;
       if (!swaps) {
-        consider(a, b, out, nullptr, t, -1, top, best);
+        consider(a, b, out, nullptr, t, -1, wall, compute, best);
         continue;
       }
       for (int v = 0; v < p_.types; ++v) {
-        if (v != t && on_rank_[b][v] > 0) consider(a, b, out, &p_.units[representative_[v]], t, v, top, best);
+        if (v != t && on_rank_[b][v] > 0) consider(a, b, out, &p_.units[representative_[v]], t, v, wall, compute, best);
       }
     }
   }
@@ -139,7 +162,7 @@ class Search {
   RankLoads loads_;
   std::vector<std::vector<int>> on_rank_;  // [rank][type] -> units
   std::vector<int> representative_;        // a unit of each type
-  double base_squares_ = 0;
+  Score base_{0, 0, 0};  // the current assignment's
 };
 
 }  // namespace

@@ -123,23 +123,29 @@ double ring_all_gather_seconds(double bytes, int k, const NodeLink& link) {
   return double(k - 1) / k * bytes / (link.bw_GBps * 1e9) + (k - 1) * link.latency_us * 1e-6;
 }
 
-double sharded_ns_seconds(const CostModel& cost, const NsConfig& ns, std::int64_t rows, std::int64_t cols, int k,
-                          const NodeLink& link, bool split) {
+double sharded_ns_compute_seconds(const CostModel& cost, const NsConfig& ns, std::int64_t rows, std::int64_t cols, int k,
+                                  bool split) {
   const NsKernel kernel = ns_kernel_of(ns);
   const double full = cost.ns_seconds(rows, cols, kernel, ns.compute_dtype, ns.steps, ns.restarts, 1);
   if (k <= 1) return full;
   const std::int64_t m = std::min(rows, cols), n = std::max(rows, cols);
   const std::int64_t widest = (n + k - 1) / k;  // the slowest member
   const std::int64_t product_columns = split ? (m + k - 1) / k : 0;
-  const double share = ns_shard_share(kernel, rows, cols, widest, ns.steps, ns.restarts, product_columns);
-  const NsShardComm comm = ns_shard_comm(kernel, rows, cols, ns.steps, ns.restarts, split ? k : 1);
+  return full * ns_shard_share(kernel, rows, cols, widest, ns.steps, ns.restarts, product_columns);
+}
+
+double sharded_ns_seconds(const CostModel& cost, const NsConfig& ns, std::int64_t rows, std::int64_t cols, int k,
+                          const NodeLink& link, bool split) {
+  const double compute = sharded_ns_compute_seconds(cost, ns, rows, cols, k, split);
+  if (k <= 1) return compute;
+  const NsShardComm comm = ns_shard_comm(ns_kernel_of(ns), rows, cols, ns.steps, ns.restarts, split ? k : 1);
   // The in-call collectives: the calibration's curve for k GPUs of one node where it has one (as
   // the simulator prices them, step overhead included), else the ring over the node's link.
   const auto measured = [&](OpKind kind, double bytes, double (*ring)(double, int, const NodeLink&)) {
     const std::optional<double> curve = cost.collective_seconds(kind, k, 1, bytes);
     return curve ? *curve + cost.collective_step_overhead_s() : ring(bytes, k, link);
   };
-  return full * share + comm.matrix_all_reduces * measured(OpKind::all_reduce, comm.bytes_each, ring_all_reduce_seconds) +
+  return compute + comm.matrix_all_reduces * measured(OpKind::all_reduce, comm.bytes_each, ring_all_reduce_seconds) +
          comm.product_all_gathers * measured(OpKind::all_gather, comm.gather_bytes_each, ring_all_gather_seconds) +
          measured(OpKind::all_reduce, 8, ring_all_reduce_seconds);
 }
@@ -147,11 +153,15 @@ double sharded_ns_seconds(const CostModel& cost, const NsConfig& ns, std::int64_
 NsShardChoice best_sharded_ns(const CostModel& cost, const NsConfig& ns, std::int64_t rows, std::int64_t cols, int k,
                               const NodeLink& link, ProductSplit rule) {
   const bool can_split = rule != ProductSplit::never && k > 1 && ns_shardable(std::min(rows, cols), k);
-  if (can_split && rule == ProductSplit::always) return {sharded_ns_seconds(cost, ns, rows, cols, k, link, true), true};
-  NsShardChoice whole{sharded_ns_seconds(cost, ns, rows, cols, k, link, false), false};
+  const auto form = [&](bool split) {
+    return NsShardChoice{sharded_ns_seconds(cost, ns, rows, cols, k, link, split),
+                         sharded_ns_compute_seconds(cost, ns, rows, cols, k, split), split};
+  };
+  if (can_split && rule == ProductSplit::always) return form(true);
+  const NsShardChoice whole = form(false);
   if (!can_split) return whole;
-  const double split = sharded_ns_seconds(cost, ns, rows, cols, k, link, true);
-  return split < whole.seconds ? NsShardChoice{split, true} : whole;
+  const NsShardChoice split = form(true);
+  return split.seconds < whole.seconds ? split : whole;
 }
 
 void refuse_sharded_ns(const Plan& plan, const std::string& executor) {

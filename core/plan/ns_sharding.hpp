@@ -129,11 +129,17 @@ double ring_all_gather_seconds(double bytes, int k, const NodeLink& link);
 // (reports/sharded-ns-split.md).
 double sharded_ns_seconds(const CostModel& cost, const NsConfig& ns, std::int64_t rows, std::int64_t cols, int k,
                           const NodeLink& link, bool split = false);
+// Of that, the member's compute alone (the full call's time scaled by its widest member's work
+// share), without the in-call collectives: what the member's GPU spends computing while the
+// rest of the call is spent waiting on NVLink. k = 1: the full call.
+double sharded_ns_compute_seconds(const CostModel& cost, const NsConfig& ns, std::int64_t rows, std::int64_t cols, int k,
+                                  bool split = false);
 
 // How one call over k GPUs runs under `rule` (products whole on every member, or split) and what
 // a member spends on it.
 struct NsShardChoice {
   double seconds = 0;
+  double compute_seconds = 0;  // of which compute (sharded_ns_compute_seconds)
   bool split = false;
 };
 NsShardChoice best_sharded_ns(const CostModel& cost, const NsConfig& ns, std::int64_t rows, std::int64_t cols, int k,

@@ -23,10 +23,15 @@ std::optional<ShardedAssignment> sharded_owners(const Routing& routing, const Op
   const NsConfig ns = optimizer.muon.ns;
   const NodeLink link = options.node_link;
   const ProductSplit split = options.split_ns_products;
+  // A member runs momentum and update over its own columns (ns_shard_regions), as an owner does
+  // over a whole matrix (owner_batch_cost).
   const ShardedCost member = [&cost, ns, link, split](long rows, long cols, int k) {
-    return best_sharded_ns(cost, ns, rows, cols, k, link, split).seconds;
+    const NsShardChoice c = best_sharded_ns(cost, ns, rows, cols, k, link, split);
+    const std::int64_t n = std::max(rows, cols);
+    const double elementwise = owner_elementwise_seconds(cost, double(std::min(rows, cols)) * double((n + k - 1) / k));
+    return MemberSeconds{c.seconds + elementwise, c.compute_seconds + elementwise};
   };
-  ShardedAssignment s = assign_owners_sharded(routing.muon_matrices, ns_batch_cost(cost, ns), member, a, mesh);
+  ShardedAssignment s = assign_owners_sharded(routing.muon_matrices, owner_batch_cost(cost, ns), member, a, mesh);
   if (std::all_of(s.shards.begin(), s.shards.end(), [](int k) { return k == 1; })) return std::nullopt;
   // The assignment priced each call at its cheaper form; the Plan runs that form.
   s.split_products.assign(s.shards.size(), false);
@@ -87,7 +92,11 @@ StepPlan plan_step(const ModelSpec& model, const Routing& routing, const Optimiz
     if (t.owner_keeps_matrix && options.owner_memory_capacity_bytes) {
       a.memory_capacity_bytes.assign(static_cast<std::size_t>(a.ranks), *options.owner_memory_capacity_bytes);
     }
-    const BatchCost ns_cost = ns_batch_cost(cost, optimizer.muon.ns);
+    // owner-striped's owners also run their matrices' momentum and update (owner_pipeline.cpp),
+    // as much as the matrix is large, and its sharded assignment counts them (sharded_owners):
+    // the two assignments it compares count alike. (dedicated's owners run them too; its
+    // assignment still balances Newton-Schulz alone.)
+    const BatchCost ns_cost = t.rail_striped ? owner_batch_cost(cost, optimizer.muon.ns) : ns_batch_cost(cost, optimizer.muon.ns);
     // Striped collectives cross the network on every rail whoever owns a matrix: balancing
     // the shard columns would only constrain the NS balance.
     if (t.owner_keeps_matrix && !t.rail_striped && mesh.replicate > 1 && mesh.shard > 1 && options.balance_shard_columns) {
