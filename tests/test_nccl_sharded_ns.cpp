@@ -25,8 +25,8 @@ using namespace dmuon;
 namespace {
 
 struct Case {
-  explicit Case(bool tall, const std::string& preset = "torch") : Case(std::string(tall ? "tall" : "wide"), preset) {}
-  Case(const std::string& orientation, const std::string& preset)
+  // No bool overload: a string literal converts to bool before std::string and would pick it.
+  explicit Case(const std::string& orientation, const std::string& preset = "torch")
       : model(verify::sharded_ns_test_model(orientation)), routing(route_parameters(model, {})), config(optimizer_preset(preset)) {}
   ModelSpec model;
   Routing routing;
@@ -55,7 +55,7 @@ TEST_CASE("the verify case's cost settings make the planner shard the dominant m
   for (const bool tall : {false, true}) {
     for (const std::string preset : {"torch", "dmuon"}) {
       INFO((tall ? "tall " : "wide ") << preset);
-      const Case c(tall, preset);
+      const Case c(tall ? "tall" : "wide", preset);
       const Plan plan = c.plan(verify::free_link_plan_options());
       CHECK(sharded_ns_calls(plan) == 1);
       for (const auto& [rank, index] : sharded_ops(plan)) {
@@ -73,7 +73,7 @@ TEST_CASE("the verify case's cost settings make the planner shard the dominant m
 TEST_CASE("a member's columns, place in the matrix, group position and buffers come from the Plan", "[sharded-ns][nccl]") {
   for (const bool tall : {false, true}) {
     INFO("orientation " << (tall ? "tall" : "wide"));
-    const Case c(tall);
+    const Case c(tall ? "tall" : "wide");
     const Plan plan = c.plan(verify::free_link_plan_options());
     const auto ops = sharded_ops(plan);
     REQUIRE(ops.size() == 2);
@@ -123,7 +123,7 @@ TEST_CASE("a member's columns, place in the matrix, group position and buffers c
 }
 
 TEST_CASE("ns_shard_member refuses what is not this rank's share of a sharded call, naming the op", "[sharded-ns][nccl]") {
-  const Case c(false);
+  const Case c("wide");
   const Plan plan = c.plan(verify::free_link_plan_options());
   const auto [rank, index] = sharded_ops(plan).front();
   const Op& good = plan.ranks[rank][index];
