@@ -68,6 +68,12 @@ TEST_CASE("a packed collective is one NCCL call with a pack and an unpack", "[re
   Op gather = op;
   gather.kind = OpKind::all_gather;  // parts, not regions: never packed
   CHECK(packed_copy_elements(gather) == 0);
+  CHECK_FALSE(packs_regions(gather));
+  CHECK_FALSE(packs_regions(contiguous));
+  CHECK(packs_regions(op));
+  Op momentum = op;
+  momentum.kind = OpKind::momentum;  // compute: pitched launches, nothing to pack
+  CHECK_FALSE(packs_regions(momentum));
 }
 
 TEST_CASE("the verify case's wide member moves its column block in packed collectives", "[region-runs][sharded-ns]") {

@@ -72,14 +72,12 @@ OpKind executed_collective_kind(const Op& op) {
 int nccl_calls(const Op& op) {
   const OpKind kind = executed_collective_kind(op);
   const bool per_region = kind == OpKind::broadcast || kind == OpKind::reduce || kind == OpKind::all_reduce;
-  if (per_region && has_strided_run(op.regions)) return 1;
+  if (packs_regions(op)) return 1;
   return per_region ? std::max<int>(1, static_cast<int>(op.regions.size())) : 1;
 }
 
 std::int64_t packed_copy_elements(const Op& op) {
-  const bool per_region = op.kind == OpKind::broadcast || op.kind == OpKind::reduce || op.kind == OpKind::all_reduce;
-  if (!per_region || !has_strided_run(op.regions)) return 0;
-  return 2 * region_elements(op.regions);
+  return packs_regions(op) ? 2 * region_elements(op.regions) : 0;
 }
 
 namespace {

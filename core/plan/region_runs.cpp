@@ -31,4 +31,9 @@ bool has_strided_run(const std::vector<Region>& regions) {
   return false;
 }
 
+bool packs_regions(const Op& op) {
+  const bool per_region = op.kind == OpKind::broadcast || op.kind == OpKind::reduce || op.kind == OpKind::all_reduce;
+  return per_region && has_strided_run(op.regions);
+}
+
 }  // namespace dmuon

@@ -31,9 +31,13 @@ struct RegionRun {
 // its span, so the runs list the regions' elements in the regions' order.
 std::vector<RegionRun> region_runs(const std::vector<Region>& regions);
 
-// Whether some run of the regions is strided (lines > 1 with gaps between them): the NCCL
-// executor packs such an op's regions into one contiguous buffer around one NCCL call instead of
-// one call per region (kernels/exec/collectives.cpp); the cost model and the simulator price it so.
+// Whether some run of the regions is strided (lines > 1 with gaps between them).
 bool has_strided_run(const std::vector<Region>& regions);
+
+// Whether collective `op` is packed: a broadcast, reduce or all-reduce (the kinds that move their
+// regions one NCCL call per region) with a strided run. The NCCL executor then packs its regions
+// into one contiguous buffer around one NCCL call (kernels/exec/collectives.cpp); the cost model
+// and the simulator price it so (core/cost/plan_cost.hpp). The one rule all three follow.
+bool packs_regions(const Op& op);
 
 }  // namespace dmuon

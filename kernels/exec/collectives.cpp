@@ -146,7 +146,7 @@ void packed(const Context& c) {
 }
 
 void rooted(const Context& c) {
-  if (has_strided_run(c.op.regions)) {
+  if (packs_regions(c.op)) {
     packed(c);
     return;
   }
@@ -168,7 +168,7 @@ void rooted(const Context& c) {
 }
 
 void all_reduce(const Context& c) {
-  if (has_strided_run(c.op.regions)) {
+  if (packs_regions(c.op)) {
     packed(c);
     return;
   }
@@ -272,8 +272,7 @@ cuda::NsShardReduce sharded_ns_reduce(ncclComm_t comm, const std::string& where)
 }
 
 std::size_t packed_collective_bytes(const Op& op, const DeviceBuffers& buffers) {
-  const bool per_region = op.kind == OpKind::broadcast || op.kind == OpKind::reduce || op.kind == OpKind::all_reduce;
-  if (!per_region || !has_strided_run(op.regions)) return 0;
+  if (!packs_regions(op)) return 0;
   return sz(region_elements(op.regions)) * element_bytes(buffers.type(static_cast<int>(op.buffer)));
 }
 
