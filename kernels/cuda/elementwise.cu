@@ -43,8 +43,9 @@ struct MomentumParams {
 // of its bandwidth on H200, waiting for the gradient before asking for the other three values;
 // a form that kept five pointers in registers needed 44 registers, 5 blocks per SM, and lost 23%
 // (reports/nonfinite-executor-2xh200.md). This form: 32 registers, no spill (ptxas -v, sm_90);
-// 29 with the loop over lines (nvcc 13.0), and contiguous launches as fast as before (a 4096 x
-// 14336 momentum 242 and 239 us on 2 x H200 before and after, reports/sharded-ns-wide.md).
+// 29 with the loop over lines (nvcc 13.0), and contiguous launches as fast as before (on 2 x
+// H200, 14336 x 4096 momentum / update: 253 / 219 us before Pitch, 239 / 225 us with this form;
+// a member's contiguous half 122 / 110 before, 125 / 111 after; reports/sharded-ns-wide.md).
 __global__ void momentum_kernel(const void* grad, float* momentum, void* out, MomentumParams p, unsigned* nonfinite,
                                 Lines lines) {
   unsigned bad = 0;
