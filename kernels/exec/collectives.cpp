@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/plan/region_runs.hpp"
@@ -98,10 +99,10 @@ void broadcast_via_all_reduce(const Context& c) {
 // Plan::validate): packed in order into the staging buffer, one 2-D copy per run, moved by one
 // NCCL call, and unpacked where this member receives, all on the collective's stream. Packing
 // keeps the regions' element order, so the members' staging buffers line up element for element.
-void copy_runs(const Context& c, bool pack) {
+void copy_runs(const Context& c, const std::vector<RegionRun>& runs, bool pack) {
   const std::size_t esize = element_bytes(c.buffers.type(static_cast<int>(c.op.buffer)));
   char* staged = static_cast<char*>(c.staging.data);
-  for (const RegionRun& run : region_runs(c.op.regions)) {
+  for (const RegionRun& run : runs) {
     char* span = static_cast<char*>(c.at(run.span()));
     const std::size_t width = sz(run.width) * esize, pitch = sz(run.pitch) * esize;
     if (pack) {
@@ -114,8 +115,9 @@ void copy_runs(const Context& c, bool pack) {
 }
 
 void packed(const Context& c) {
+  const std::vector<RegionRun> runs = region_runs(c.op.regions);  // once for the pack and the unpack
   const std::int64_t n = region_elements(c.op.regions);
-  const std::size_t bytes = sz(n) * element_bytes(c.buffers.type(static_cast<int>(c.op.buffer)));
+  const std::size_t bytes = packed_collective_bytes(c.op, c.buffers);
   if (bytes > c.staging.bytes) {
     throw Error(c.where + ": packing " + std::to_string(bytes) + " bytes of strided regions needs a staging buffer of that size, this stream has " +
                 std::to_string(c.staging.bytes));
@@ -130,7 +132,7 @@ void packed(const Context& c) {
       throw Error(c.where + ": " + e.what());
     }
   } else if (!(c.op.kind == OpKind::broadcast && c.me != root)) {
-    copy_runs(c, true);
+    copy_runs(c, runs, true);
   }
   void* s = c.staging.data;
   if (c.op.kind == OpKind::all_reduce || (c.op.kind == OpKind::broadcast && c.op.via_all_reduce)) {
@@ -142,7 +144,7 @@ void packed(const Context& c) {
     DMUON_NCCL_CHECK(ncclReduce(s, s, sz(n), c.type, nccl_op(c.op.reduce_op), root, c.comm, c.stream));
   }
   const bool receives = c.op.kind == OpKind::all_reduce || (c.op.kind == OpKind::broadcast ? c.me != root : c.me == root);
-  if (receives) copy_runs(c, false);
+  if (receives) copy_runs(c, runs, false);
 }
 
 void rooted(const Context& c) {
