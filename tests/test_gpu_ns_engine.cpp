@@ -45,10 +45,14 @@ TEST_CASE("GPU NS matches the emulated reference for every implementation and or
     const double kappa = sigma(0) / sigma(sigma.size() - 1);
     for (const std::string preset : {"torch", "dmuon"}) {
       for (NsImpl impl : {NsImpl::standard, NsImpl::symmetric, NsImpl::symmetric_sm90, NsImpl::gram,
-                          NsImpl::gram_symmetric}) {
+                          NsImpl::gram_symmetric, NsImpl::gram_sm90}) {
         if (preset == "torch" && cuda::kernel_family(impl) == NsKernel::gram) continue;
-        // The sm_90a kernel takes wide inputs whose row length is a multiple of 8, on sm_90 only.
-        if (impl == NsImpl::symmetric_sm90 && (rows > cols || cols % 8 != 0 || !sm90)) continue;
+        // The sm_90a kernel runs on sm_90 only, its m x m products for m a multiple of 8;
+        // symmetric_sm90's X X^T also needs a wide input whose row length is a multiple of 8
+        // (gram_sm90 forms a tall input's R with one full product: 320x96 covers that path).
+        const long m = std::min(rows, cols), n = std::max(rows, cols);
+        if (impl == NsImpl::symmetric_sm90 && (rows > cols || n % 8 != 0 || m % 8 != 0 || !sm90)) continue;
+        if (impl == NsImpl::gram_sm90 && (m % 8 != 0 || !sm90)) continue;
         const NsConfig ns = config(preset, impl);
         const Eigen::MatrixXd want = ref::newton_schulz(g, ns, ref::Rounding::emulate);
         const auto got = verify::gpu_newton_schulz(engine, {g}, ns, impl, DType::fp32);

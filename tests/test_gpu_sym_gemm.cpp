@@ -1,7 +1,9 @@
-// The sm_90a symmetric-product kernel S = X X^T against an fp64 reference on every shape class:
+// The sm_90a symmetric-product kernel (S = X X^T, and alpha A B^T + beta C) against an fp64
+// reference on every shape class:
 // m below one tile, m and n tails that are not multiples of the tile, odd m, batch > 1, bf16 and
 // fp16. The output is poisoned (all-ones bits: NaN in both dtypes) first, so an element the
 // kernel failed to write fails the check. Skips (tests/gpu_skip.hpp) without an sm_90 GPU.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -52,38 +54,81 @@ struct Outcome {
   double rel_frobenius = 0;
 };
 
-Outcome check_xxt(long m, long n, int batch, DType t, unsigned seed) {
-  std::mt19937 rng(seed);
+std::vector<double> random_exact(std::size_t count, DType t, std::mt19937& rng, std::vector<std::uint16_t>& bits) {
   std::uniform_int_distribution<int> k(-255, 255);
-  std::vector<double> x(static_cast<std::size_t>(m * n * batch));
-  std::vector<std::uint16_t> xh(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    x[i] = k(rng) / 64.0;
-    xh[i] = encode(x[i], t);
+  std::vector<double> v(count);
+  bits.resize(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    v[i] = k(rng) / 64.0;
+    bits[i] = encode(v[i], t);
   }
-  const std::size_t s_elems = static_cast<std::size_t>(m * m * batch);
-  cuda::DeviceBuffer dx(xh.size() * 2, "test X"), ds(s_elems * 2, "test S");
-  dx.upload(xh.data(), xh.size() * 2);
-  std::vector<std::uint16_t> sh(s_elems, 0xFFFF);
-  ds.upload(sh.data(), s_elems * 2);
-  cuda::launch_sym_xxt_sm90(dx.get(), m, n, batch, t, ds.get(), nullptr);
+  return v;
+}
+
+// The product the kernel is asked for: D = alpha A B^T + beta C (B = A when `two` is false; no C
+// when `with_c` is false, beta 0). The reference is the lower triangle's fp64 value, mirrored.
+struct Product {
+  long m, k;
+  int batch;
+  DType t;
+  bool two = false, with_c = false;
+  float alpha = 1.0f, beta = 0.0f;
+};
+
+Outcome check_product(const Product& q, unsigned seed) {
+  std::mt19937 rng(seed);
+  const long m = q.m, n = q.k;
+  const std::size_t x_elems = static_cast<std::size_t>(m * n * q.batch);
+  const std::size_t s_elems = static_cast<std::size_t>(m * m * q.batch);
+  std::vector<std::uint16_t> ah, bh, ch;
+  const std::vector<double> a = random_exact(x_elems, q.t, rng, ah);
+  const std::vector<double> b = q.two ? random_exact(x_elems, q.t, rng, bh) : a;
+  const std::vector<double> c = q.with_c ? random_exact(s_elems, q.t, rng, ch) : std::vector<double>(s_elems, 0.0);
+  cuda::DeviceBuffer da(ah.size() * 2, "test A"), db(q.two ? bh.size() * 2 : 2, "test B"),
+      dc(q.with_c ? ch.size() * 2 : 2, "test C"), dd(s_elems * 2, "test D");
+  da.upload(ah.data(), ah.size() * 2);
+  if (q.two) db.upload(bh.data(), bh.size() * 2);
+  if (q.with_c) dc.upload(ch.data(), ch.size() * 2);
+  std::vector<std::uint16_t> dh(s_elems, 0xFFFF);
+  dd.upload(dh.data(), s_elems * 2);
+  cuda::SymProduct p;
+  p.a = da.get();
+  p.b = q.two ? db.get() : nullptr;
+  p.m = m;
+  p.k = n;
+  p.batch = q.batch;
+  p.dtype = q.t;
+  p.alpha = q.alpha;
+  p.c = q.with_c ? dc.get() : nullptr;
+  p.beta = q.beta;
+  p.d = dd.get();
+  if (!q.two && !q.with_c && q.alpha == 1.0f) {
+    cuda::launch_sym_xxt_sm90(da.get(), m, n, q.batch, q.t, dd.get(), nullptr);  // the X X^T entry point
+  } else {
+    cuda::launch_sym_gemm_sm90(p, nullptr);
+  }
   cuda::synchronize(nullptr);
-  ds.download(sh.data(), s_elems * 2);
+  dd.download(dh.data(), s_elems * 2);
 
   Outcome o;
   double err2 = 0, ref2 = 0;
   // One rounding to 8 (bf16) or 11 (fp16) bits plus fp32 accumulation over n terms.
-  const double unit = t == DType::bf16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
-  for (int b = 0; b < batch; ++b) {
-    const double* xb = x.data() + static_cast<std::size_t>(b) * m * n;
+  const double unit = q.t == DType::bf16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+  for (int e = 0; e < q.batch; ++e) {
+    const double* ae = a.data() + static_cast<std::size_t>(e) * m * n;
+    const double* be = b.data() + static_cast<std::size_t>(e) * m * n;
+    const double* ce = c.data() + static_cast<std::size_t>(e) * m * m;
     for (long i = 0; i < m; ++i) {
       for (long j = 0; j < m; ++j) {
+        const long lo = std::max(i, j), hi = std::min(i, j);  // the kernel computes row lo, column hi
         double ref = 0, mag = 0;
-        for (long q = 0; q < n; ++q) {
-          ref += xb[i * n + q] * xb[j * n + q];
-          mag += std::fabs(xb[i * n + q] * xb[j * n + q]);
+        for (long r = 0; r < n; ++r) {
+          ref += ae[lo * n + r] * be[hi * n + r];
+          mag += std::fabs(ae[lo * n + r] * be[hi * n + r]);
         }
-        const double got = decode(sh[static_cast<std::size_t>(b) * m * m + i * m + j], t);
+        ref = q.alpha * ref + q.beta * ce[lo * m + hi];
+        mag = std::fabs(q.alpha) * mag + std::fabs(q.beta * ce[lo * m + hi]);
+        const double got = decode(dh[static_cast<std::size_t>(e) * m * m + i * m + j], q.t);
         if (!std::isfinite(got)) {
           ++o.unwritten;
           continue;
@@ -113,7 +158,7 @@ TEST_CASE("sm_90a X X^T matches fp64 on every shape class and writes every eleme
   };
   for (const Shape& s : shapes) {
     for (unsigned seed : {1u, 2u}) {  // twice: the scheduler's counter must reset between launches
-      const Outcome o = check_xxt(s.m, s.n, s.batch, s.t, seed * 977 + static_cast<unsigned>(s.m));
+      const Outcome o = check_product({s.m, s.n, s.batch, s.t}, seed * 977 + static_cast<unsigned>(s.m));
       INFO(s.m << "x" << s.n << " batch " << s.batch << " " << to_string(s.t) << " seed " << seed
                << ": rel " << o.rel_frobenius);
       CHECK(o.unwritten == 0);
@@ -123,8 +168,43 @@ TEST_CASE("sm_90a X X^T matches fp64 on every shape class and writes every eleme
   }
 }
 
+// Newton-Schulz's m x m products: alpha A B^T + beta C with two operands, C read in the epilogue
+// (odd m: C's scalar loads), one operand with C (standard NS's c A^2 + b A), alpha alone.
+TEST_CASE("sm_90a alpha A B^T + beta C matches fp64: two operands, the fused epilogue, tails", "[gpu]") {
+  if (skip_without_gpu()) return;
+  const std::string why = cuda::sym_xxt_sm90_unsupported(128, 128, DType::bf16, reinterpret_cast<void*>(256));
+  if (!why.empty()) return dmuon::test::skip_test("sym_gemm_sm90", why);
+  const Product products[] = {
+      {64, 64, 1, DType::bf16, true, true, 1.5f, -0.75f},     {200, 200, 2, DType::fp16, true, true, 1.0f, 0.5f},
+      {129, 136, 1, DType::bf16, true, true, -2.0f, 1.25f},   {384, 512, 1, DType::bf16, true, false, 0.5f, 0.0f},
+      {520, 520, 2, DType::bf16, false, true, -4.75f, 3.5f},  {777, 776, 1, DType::fp16, true, true, 1.0f, -1.0f},
+      {1024, 1024, 1, DType::bf16, true, true, 2.0f, 2.0f},
+  };
+  for (const Product& q : products) {
+    for (unsigned seed : {3u, 4u}) {
+      const Outcome o = check_product(q, seed * 131 + static_cast<unsigned>(q.m));
+      INFO(q.m << "x" << q.k << " batch " << q.batch << " " << to_string(q.t) << (q.two ? " A B^T" : " A A^T")
+               << (q.with_c ? " + beta C" : "") << " seed " << seed << ": rel " << o.rel_frobenius);
+      CHECK(o.unwritten == 0);
+      CHECK(o.outside == 0);
+      CHECK(o.rel_frobenius < (q.t == DType::bf16 ? 3e-3 : 5e-4));
+    }
+  }
+}
+
 TEST_CASE("sm_90a X X^T refuses what TMA cannot address", "[gpu]") {
   CHECK_FALSE(cuda::sym_xxt_sm90_unsupported(64, 12, DType::bf16, reinterpret_cast<void*>(256)).empty());
   CHECK_FALSE(cuda::sym_xxt_sm90_unsupported(64, 64, DType::bf16, reinterpret_cast<void*>(258)).empty());
   CHECK_FALSE(cuda::sym_xxt_sm90_unsupported(64, 64, DType::fp32, reinterpret_cast<void*>(256)).empty());
+  // D over an input: other CTAs still read A, B or C while D is written.
+  cuda::SymProduct p;
+  p.a = reinterpret_cast<void*>(1 << 20);
+  p.m = p.k = 64;
+  p.d = reinterpret_cast<void*>((1 << 20) + 64 * 64);  // inside A's 64 x 64 x 2 bytes
+  CHECK(cuda::sym_gemm_sm90_unsupported(p).find("overlaps") != std::string::npos);
+  p.d = reinterpret_cast<void*>(1 << 22);
+  p.c = reinterpret_cast<void*>((1 << 22) + 4096);
+  CHECK(cuda::sym_gemm_sm90_unsupported(p).find("overlaps") != std::string::npos);
+  p.k = 12;
+  CHECK(cuda::sym_gemm_sm90_unsupported(p).find("multiple of 8") != std::string::npos);
 }

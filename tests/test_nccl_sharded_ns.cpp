@@ -213,7 +213,7 @@ TEST_CASE("the CPU interpreter runs the verify case's sharded Plans to the refer
   }
 }
 
-TEST_CASE("a sharded call's implementation: the requested one, automatic by variant, sm90 and lt as symmetric",
+TEST_CASE("a sharded call's implementation: the requested one, automatic by variant, sm90 and lt as cuBLAS symmetric",
           "[sharded-ns][nccl]") {
   using cuda::NsImpl;
   const NsConfig standard = optimizer_preset("torch").muon.ns;
@@ -223,6 +223,7 @@ TEST_CASE("a sharded call's implementation: the requested one, automatic by vari
   CHECK(cuda::sharded_impl(NsImpl::automatic, gram) == NsImpl::gram);
   CHECK(cuda::sharded_impl(NsImpl::symmetric_sm90, standard) == NsImpl::symmetric);
   CHECK(cuda::sharded_impl(NsImpl::symmetric_lt, standard) == NsImpl::symmetric);
+  CHECK(cuda::sharded_impl(NsImpl::gram_sm90, gram) == NsImpl::gram_symmetric);
   for (NsImpl i : {NsImpl::standard, NsImpl::symmetric, NsImpl::gram, NsImpl::gram_symmetric}) {
     CHECK(cuda::sharded_impl(i, gram) == i);
   }

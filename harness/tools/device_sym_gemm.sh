@@ -5,7 +5,8 @@
 # Run from the repository root on the GPU machine with $OUT set; needs .boost-po carried along.
 # SYM_SHAPES overrides the benchmark's shapes; SYM_SKIP_TESTS=1 times only; SYM_AUTOTUNE=1 also
 # runs `dmuon-bench kernels` on three model shapes, whose variants column shows what the
-# autotuner measured for symmetric_sm90 and which implementation it chose; SYM_K32=1 (below).
+# autotuner measured for symmetric_sm90 / gram_sm90 and which implementation it chose (SYM_KERNEL_SHAPES
+# overrides those shapes); SYM_K32=1 (below).
 set -o pipefail
 OUT=${OUT:?set OUT}
 export NCCL_NVLS_ENABLE=0
@@ -56,7 +57,7 @@ if [ "${SYM_K32:-0}" = 1 ]; then
 fi
 if [ "${SYM_AUTOTUNE:-0}" = 1 ]; then
   say "dmuon-bench kernels (autotuner)"
-  timeout 240 ./build-dev/harness/dmuon-bench kernels --shapes 4096x14336,4096x4096,2048x11008 --presets torch,dmuon \
+  timeout 300 ./build-dev/harness/dmuon-bench kernels --shapes ${SYM_KERNEL_SHAPES:-4096x14336,14336x4096,4096x4096,2048x11008} --presets torch,dmuon \
     --repeats 5 --batch-elements 0 --gemm-size 4096 --elementwise-elements 1000000 --tune-cache $OUT/tune.json \
     --report-md $OUT/kernels.md > $OUT/kernels.txt 2>&1
   echo "kernels exit $?" | tee -a "$LOG"

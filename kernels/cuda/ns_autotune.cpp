@@ -119,7 +119,7 @@ std::vector<NsTuneResult> NsEngine::tune(long rows, long cols, int batch, const 
     const NsBuffers buf = st.buffers(g, ns.compute_dtype);
     if (!ns_impl_supported(st.gemm, impl, g, buf, ns.compute_dtype)) {
       r.available = false;
-      r.note = impl == NsImpl::symmetric_sm90 ? "no sm_90a kernel for this geometry or GPU"
+      r.note = impl == NsImpl::symmetric_sm90 || impl == NsImpl::gram_sm90 ? "no sm_90a kernel for this geometry or GPU"
                                               : "cuBLASLt offers no algorithm";
       results.push_back(r);
       continue;

@@ -82,17 +82,18 @@ std::string_view to_string(NsImpl impl) {
     case NsImpl::symmetric_sm90: return "symmetric_sm90";
     case NsImpl::gram: return "gram";
     case NsImpl::gram_symmetric: return "gram_symmetric";
+    case NsImpl::gram_sm90: return "gram_sm90";
   }
   return "?";
 }
 
 NsImpl parse_ns_impl(std::string_view name, const std::string& what) {
   for (NsImpl i : {NsImpl::automatic, NsImpl::standard, NsImpl::symmetric, NsImpl::symmetric_lt,
-                   NsImpl::symmetric_sm90, NsImpl::gram, NsImpl::gram_symmetric}) {
+                   NsImpl::symmetric_sm90, NsImpl::gram, NsImpl::gram_symmetric, NsImpl::gram_sm90}) {
     if (name == to_string(i)) return i;
   }
   throw Error(what + ": unknown NS implementation '" + std::string(name) +
-              "' (automatic, standard, symmetric, symmetric_lt, symmetric_sm90, gram, gram_symmetric)");
+              "' (automatic, standard, symmetric, symmetric_lt, symmetric_sm90, gram, gram_symmetric, gram_sm90)");
 }
 
 NsKernel kernel_family(NsImpl impl) {
@@ -102,7 +103,8 @@ NsKernel kernel_family(NsImpl impl) {
     case NsImpl::symmetric_lt:
     case NsImpl::symmetric_sm90: return NsKernel::symmetric;
     case NsImpl::gram:
-    case NsImpl::gram_symmetric: return NsKernel::gram;
+    case NsImpl::gram_symmetric:
+    case NsImpl::gram_sm90: return NsKernel::gram;
     case NsImpl::automatic: break;
   }
   throw Error("kernel_family: NsImpl::automatic has no kernel family");
@@ -113,7 +115,7 @@ std::vector<NsImpl> candidate_impls(const NsConfig& ns, long rows, long cols) {
   // Row blocks smaller than one 128-row tile buy nothing: below 256 only the full product.
   if (std::min(rows, cols) < 256) out = {NsImpl::standard};
   if (ns.variant == NsVariant::gram) {
-    if (std::min(rows, cols) >= 256) out.insert(out.begin(), NsImpl::gram_symmetric);
+    if (std::min(rows, cols) >= 256) out.insert(out.begin(), {NsImpl::gram_symmetric, NsImpl::gram_sm90});
     out.insert(out.begin(), NsImpl::gram);
   }
   return out;
@@ -235,6 +237,7 @@ NsOutcome NsEngine::run(const NsCall& call, const NsConfig& ns, NsImpl impl) {
 NsImpl sharded_impl(NsImpl requested, const NsConfig& ns) {
   if (requested == NsImpl::automatic) return ns.variant == NsVariant::gram ? NsImpl::gram : NsImpl::standard;
   if (requested == NsImpl::symmetric_sm90 || requested == NsImpl::symmetric_lt) return NsImpl::symmetric;
+  if (requested == NsImpl::gram_sm90) return NsImpl::gram_symmetric;
   return requested;
 }
 

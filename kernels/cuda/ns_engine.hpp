@@ -29,14 +29,18 @@ using Stream = CUstream_st*;  // == cudaStream_t; nullptr is the legacy default 
 //               smaller GEMMs (kept only where the autotuner measures it faster).
 // symmetric_lt: cuBLASLt with CUBLASLT_MATMUL_DESC_FILL_MODE = lower on the two symmetric
 //               products (available only where the library offers such an algorithm).
-// symmetric_sm90: symmetric with X X^T from the sm_90a kernel (kernels/cuda/sym_gemm_sm90.hpp: only
-//               lower-triangle tiles, mirrored in its epilogue); wide row-major inputs with n a
-//               multiple of 8 on sm_90 GPUs (elsewhere unavailable, like symmetric_lt).
+// symmetric_sm90: symmetric with X X^T and B = bA + cA^2 from the sm_90a kernel
+//               (kernels/cuda/sym_gemm_sm90.hpp: only lower-triangle tiles, the b A term fused
+//               in its epilogue, mirrored); wide row-major inputs with m and n multiples of 8 on
+//               sm_90 GPUs (elsewhere unavailable, like symmetric_lt).
 // gram:         Gram Newton-Schulz with ns.restarts (Dao-AILab; reference/newton_schulz.cpp).
 // gram_symmetric: gram with every m x m product (all symmetric: R, Z, Q are polynomials in
 //               X X^T) as lower-triangle block rows, mirrored; the rectangular ones general.
+// gram_sm90:    gram with every m x m product through the sm_90a kernel (epilogue fused), and R
+//               = X X^T too where the kernel takes X (wide row-major, n % 8 == 0; else one full
+//               product); m a multiple of 8, sm_90 GPUs only.
 // automatic:    the autotuned winner for (shape, batch, config) on this GPU.
-enum class NsImpl { automatic, standard, symmetric, symmetric_lt, symmetric_sm90, gram, gram_symmetric };
+enum class NsImpl { automatic, standard, symmetric, symmetric_lt, symmetric_sm90, gram, gram_symmetric, gram_sm90 };
 
 std::string_view to_string(NsImpl impl);
 // Throws dmuon::Error naming `what` for an unknown name.
@@ -104,7 +108,8 @@ struct NsShardReduce {
 // The implementation a sharded call runs for `requested`: its X X^T is always the member's full
 // partial product (fp32) plus the all-reduce, so the choice only shapes the m x m products.
 // automatic -> gram for a Gram config, else standard (the autotuner cannot time a call whose
-// products wait for peers); symmetric_sm90 -> symmetric (its kernel is only the X X^T);
+// products wait for peers); symmetric_sm90 -> symmetric and gram_sm90 -> gram_symmetric (a
+// member's X X^T is its fp32 partial product, and split products are column blocks, no triangles);
 // symmetric_lt -> symmetric (cuBLASLt offers its fill mode for some shapes only, and members of
 // different widths must not disagree on it: one refusing would leave the others waiting in an
 // all-reduce); standard, symmetric, gram, gram_symmetric as requested.

@@ -131,14 +131,31 @@ std::vector<std::pair<long, long>> row_blocks(long m) {
   return blocks;
 }
 
-// sm90: X X^T through the sm_90a triangle kernel, A^2 as block rows.
+// sm90: the sm_90a triangle kernel (X X^T, and m x m products with their epilogue fused).
 enum class SymMode { full, blocks, lt_fill, sm90 };
 
 SymMode sym_mode(NsImpl impl) {
   if (impl == NsImpl::symmetric || impl == NsImpl::gram_symmetric) return SymMode::blocks;
-  if (impl == NsImpl::symmetric_sm90) return SymMode::sm90;
+  if (impl == NsImpl::symmetric_sm90 || impl == NsImpl::gram_sm90) return SymMode::sm90;
   if (impl == NsImpl::symmetric_lt) return SymMode::lt_fill;
   return SymMode::full;
+}
+
+// D = alpha A B + beta C on m x m matrices, B symmetric (so A B = A B^T, what the kernel
+// computes), as the sm_90a kernel's lower triangle, mirrored. d = nullptr: only the operands.
+SymProduct square_product(const NsGeometry& g, DType dtype, const void* A, const void* B, void* D, float alpha,
+                          const void* C, float beta) {
+  SymProduct p;
+  p.a = A;
+  p.b = B == A ? nullptr : B;
+  p.m = p.k = g.m;
+  p.batch = g.batch;
+  p.dtype = dtype;
+  p.alpha = alpha;
+  p.c = C;
+  p.beta = beta;
+  p.d = D;
+  return p;
 }
 
 // S = X X^T with the symmetric mode's savings, S complete (both triangles) afterwards.
@@ -157,9 +174,10 @@ void gram_product(Ops& ops, SymMode mode, const NsGeometry& g, const void* X, vo
 void symmetric_quadratic(Ops& ops, SymMode mode, const NsGeometry& g, const void* A, void* B, float b, float c,
                          cudaStream_t stream) {
   if (mode == SymMode::full) return ops.square(A, A, B, c, A, b);
+  if (mode == SymMode::sm90) return launch_sym_gemm_sm90(square_product(g, ops.dtype(), A, A, B, c, A, b), stream);
   if (mode == SymMode::lt_fill) {
     ops.square(A, A, B, c, A, b, true);
-  } else {  // blocks and sm90
+  } else {
     for (auto [r0, rows] : row_blocks(g.m)) ops.run(ops.square_op(A, A, B, c, A, b, r0, rows, r0 + rows, false));
   }
   launch_mirror_lower(B, g.m, g.batch, ops.dtype(), stream);
@@ -223,21 +241,23 @@ void standard_iterations(Ops& ops, SymMode mode, const GramSum& gram, const Prod
 }
 
 // D = alpha A B + beta C for m x m products whose exact result is symmetric: all of Gram NS's
-// (R, Z, Q and their products are polynomials in X X^T, so they commute). `blocks`: only the
-// lower-triangle block rows, then mirrored.
-void symmetric_product(Ops& ops, bool blocks, const NsGeometry& g, const void* A, const void* B, void* D,
+// (R, Z, Q and their products are polynomials in X X^T, so they commute). blocks: only the
+// lower-triangle block rows, then mirrored; sm90: the triangle kernel (B symmetric: every B
+// here was itself mirrored, or is R from one full product, symmetric to rounding).
+void symmetric_product(Ops& ops, SymMode mode, const NsGeometry& g, const void* A, const void* B, void* D,
                        float alpha, const void* C, float beta, cudaStream_t stream) {
-  if (!blocks) return ops.square(A, B, D, alpha, C, beta);
+  if (mode == SymMode::full) return ops.square(A, B, D, alpha, C, beta);
+  if (mode == SymMode::sm90) return launch_sym_gemm_sm90(square_product(g, ops.dtype(), A, B, D, alpha, C, beta), stream);
   for (auto [r0, rows] : row_blocks(g.m)) ops.run(ops.square_op(A, B, D, alpha, C, beta, r0, rows, r0 + rows, false));
   launch_mirror_lower(D, g.m, g.batch, ops.dtype(), stream);
 }
 
 // Gram NS exactly as reference/newton_schulz.cpp gram_iterations orders and rounds it (with
-// `blocks`, the m x m products keep their lower triangles and mirror them).
+// `products` blocks or sm90, the m x m products keep their lower triangles and mirror them).
 // Split (ProductSplit on): each m x m product is this member's column block; Z and R are
 // gathered whole (R Z and R^2 need them), Q and R Z stay in blocks (Z Q[:, J] and Z RZ[:, J]
 // read only block J of them) until Q X_j needs Q whole. The gathers follow ns_split_gathers.
-void gram_iterations(Ops& ops, bool blocks, const GramSum& gram, const ProductSplit& split, const NsGeometry& g,
+void gram_iterations(Ops& ops, SymMode products, const GramSum& gram, const ProductSplit& split, const NsGeometry& g,
                      const NsBuffers& buf, void* out, const NsConfig& ns, cudaStream_t stream) {
   void* x = buf.x[0];
   void* x_next = buf.x[1];
@@ -249,7 +269,7 @@ void gram_iterations(Ops& ops, bool blocks, const GramSum& gram, const ProductSp
   const int last = ns.steps - 1;
   // D = alpha A B + beta C: whole, or this member's block (gathered when `whole` is needed).
   auto product = [&](const void* A, const void* B, void* D, float alpha, const void* C, float beta, bool whole) {
-    if (!split.on()) return symmetric_product(ops, blocks, g, A, B, D, alpha, C, beta, stream);
+    if (!split.on()) return symmetric_product(ops, products, g, A, B, D, alpha, C, beta, stream);
     split.block(ops, A, B, D, alpha, C, beta);
     if (whole) split.gather(D, stream);
   };
@@ -320,11 +340,23 @@ NsBuffers carve_ns_buffers(void* arena, const NsGeometry& g, DType compute, bool
   return b;
 }
 
+namespace {
+
+// The sm_90a kernel takes X X^T: it reads rows of X (K-major), so only the wide orientation,
+// where memory holds X^T column-major, i.e. X row-major, with n a multiple of 8.
+bool sm90_takes_gram(const NsGeometry& g, DType compute, const void* X) {
+  return !g.x_column_major && sym_xxt_sm90_unsupported(g.m, g.n, compute, X).empty();
+}
+
+}  // namespace
+
 bool ns_impl_supported(LtGemm& gemm, NsImpl impl, const NsGeometry& g, const NsBuffers& buf, DType compute) {
-  // The kernel reads rows of X (K-major): only the wide orientation, where memory holds X^T
-  // column-major, i.e. X row-major.
-  if (impl == NsImpl::symmetric_sm90) {
-    return !g.x_column_major && sym_xxt_sm90_unsupported(g.m, g.n, compute, buf.x[0]).empty();
+  // Both take the m x m products through the kernel (m a multiple of 8); symmetric_sm90 also
+  // X X^T, while gram_sm90 forms R with one full product where the kernel cannot.
+  if (impl == NsImpl::symmetric_sm90 || impl == NsImpl::gram_sm90) {
+    const bool squares =
+        sym_gemm_sm90_unsupported(square_product(g, compute, buf.s[0], buf.s[1], nullptr, 1.0f, nullptr, 0.0f)).empty();
+    return squares && (impl == NsImpl::gram_sm90 || sm90_takes_gram(g, compute, buf.x[0]));
   }
   if (impl != NsImpl::symmetric_lt) return true;
   Ops ops(gemm, nullptr, g, compute);
@@ -359,10 +391,12 @@ void enqueue_program(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeo
   }
   Ops ops(gemm, stream, g, ns.compute_dtype);
   const ProductSplit split{shard, g};
-  if (impl == NsImpl::gram || impl == NsImpl::gram_symmetric) {
-    // Gram NS forms R = X X^T with one full product (blocks only for its m x m products).
-    return gram_iterations(ops, impl == NsImpl::gram_symmetric, GramSum{SymMode::full, shard, buf.partial}, split, g,
-                           buf, out, ns, stream);
+  if (kernel_family(impl) == NsKernel::gram) {
+    // gram and gram_symmetric form R = X X^T with one full product (blocks only for their m x m
+    // products); gram_sm90 with the kernel where it takes X.
+    const SymMode r_mode = impl == NsImpl::gram_sm90 && sm90_takes_gram(g, ns.compute_dtype, buf.x[0]) ? SymMode::sm90
+                                                                                                       : SymMode::full;
+    return gram_iterations(ops, sym_mode(impl), GramSum{r_mode, shard, buf.partial}, split, g, buf, out, ns, stream);
   }
   standard_iterations(ops, sym_mode(impl), GramSum{sym_mode(impl), shard, buf.partial}, split, g, buf, out, ns, stream);
 }
@@ -379,7 +413,7 @@ void enqueue_sharded_ns(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const Ns
   if (g.batch != 1 || !buf.partial || !reduce.norm || !reduce.gram) {
     throw Error("enqueue_sharded_ns: one matrix, a partial-product buffer and both all-reduces are required");
   }
-  if (impl == NsImpl::symmetric_sm90 || impl == NsImpl::symmetric_lt) {
+  if (impl == NsImpl::symmetric_sm90 || impl == NsImpl::gram_sm90 || impl == NsImpl::symmetric_lt) {
     throw Error("enqueue_sharded_ns: " + std::string(to_string(impl)) + " is not a sharded implementation (sharded_impl)");
   }
   enqueue_program(gemm, stream, impl, g, buf, in, in_dtype, out, ns, &reduce);

@@ -1,10 +1,12 @@
 // Epilogue of the symmetric-product kernel: one consumer warpgroup's 64 x N fp32 accumulators
-// (wgmma's m64nN fragment layout) rounded once to 16 bits and written to the lower triangle of S
-// and, transposed, to the upper one. Every element of S is written by exactly one thread:
-// (r, c) with r >= c directly, (c, r) with r > c as the mirror.
+// (wgmma's m64nN fragment layout) become alpha acc + beta C in fp32, rounded once to 16 bits (a
+// GEMM epilogue's order) and written to the lower triangle of D and, transposed, to the upper one.
+// Every element of D is written by exactly one thread: (r, c) with r >= c directly, (c, r) with
+// r > c as the mirror. C is read where it is staged: row r, column c of the piece, i.e. only its
+// lower triangle (and the diagonal tiles' upper halves, whose results the mirror overwrites).
 // The fragments go through a 64 x 64 shared-memory chunk so that both the tile and its transpose
 // leave in 16-byte stores (v1 stored 2-byte fragments straight to global: ~20 us an item, 10% of
-// a 4096 x 14336 product and more on shorter k). Only rows of S below `rows` are written (m; 0
+// a 4096 x 14336 product and more on shorter k). Only rows of D below `rows` are written (m; 0
 // for a dummy piece).
 #pragma once
 #include <cuda_bf16.h>
@@ -26,6 +28,42 @@ __device__ __forceinline__ T to_elem(float v) {
   else return __float2bfloat16_rn(v);
 }
 
+template <typename T>
+__device__ __forceinline__ float to_float(T v) {
+  if constexpr (std::is_same_v<T, __half>) return __half2float(v);
+  else return __bfloat162float(v);
+}
+
+// The epilogue's scaling: D = alpha acc + beta C; without C (kHasC false) only alpha.
+template <typename T>
+struct Scale {
+  const T* c = nullptr;  // this batch entry's C
+  float alpha = 1.0f, beta = 0.0f;
+};
+
+// alpha v + beta C(row, col..col+1) for a fragment pair of an m x m C, read only for rows below
+// `rows` and columns below m: one 4-byte load where both are inside and the pair is aligned (m
+// even, C 4-byte aligned).
+template <typename T, bool kHasC>
+__device__ __forceinline__ void scale_pair(float& v0, float& v1, const Scale<T>& sc, int m, int rows, int row,
+                                           int col, bool pair_loads) {
+  v0 *= sc.alpha;
+  v1 *= sc.alpha;
+  if constexpr (kHasC) {
+    if (row >= rows || col >= m) return;
+    const T* p = sc.c + static_cast<long>(row) * m + col;
+    if (pair_loads) {
+      T two[2];
+      *reinterpret_cast<std::uint32_t*>(two) = *reinterpret_cast<const std::uint32_t*>(p);
+      v0 = fmaf(sc.beta, to_float(two[0]), v0);
+      v1 = fmaf(sc.beta, to_float(two[1]), v1);
+      return;
+    }
+    v0 = fmaf(sc.beta, to_float(p[0]), v0);
+    if (col + 1 < m) v1 = fmaf(sc.beta, to_float(p[1]), v1);
+  }
+}
+
 // Named barrier of one warpgroup (ids 1, 2; 0 is __syncthreads).
 __device__ __forceinline__ void warpgroup_sync(int id) { asm volatile("bar.sync %0, 128;" ::"r"(id) : "memory"); }
 
@@ -43,17 +81,18 @@ __device__ __forceinline__ void store8(T* s, long ld, long row, int col, const T
     if (keep(col + e)) p[e] = v[e];
 }
 
-// acc: fragment of S rows row0 .. row0+63; columns 0..127 map to col_a.., 128..255 to col_b...
+// acc: fragment of D rows row0 .. row0+63; columns 0..127 map to col_a.., 128..255 to col_b...
 // Fragment: thread (warp w, lane l) holds, for 8-column group j, acc[4j + 2h + e] at row
 // 16w + l/4 + 8h, column 8j + 2(l%4) + e. `stage`: this warpgroup's kStageElems buffer.
-template <typename T, int N>
-__device__ __forceinline__ void store_mirrored(const float* acc, T* s, int m, int rows, int row0, int col_a, int col_b,
-                                               T* stage, int barrier_id) {
+template <typename T, int N, bool kHasC>
+__device__ __forceinline__ void store_mirrored(const float* acc, T* s, const Scale<T>& sc, int m, int rows, int row0,
+                                               int col_a, int col_b, T* stage, int barrier_id) {
   const int t = threadIdx.x % 128;
   const int lane = t % 32, warp = t / 32;
   const long ld = m;
   // Rows of S start 16-byte aligned: vector stores (col0 and row0 are multiples of 64).
   const bool aligned = m % 8 == 0 && reinterpret_cast<std::uintptr_t>(s) % 16 == 0;
+  const bool pair_loads = m % 2 == 0 && reinterpret_cast<std::uintptr_t>(sc.c) % 4 == 0;
 #pragma unroll
   for (int q = 0; q < N / kChunk; ++q) {
     const int col0 = (q < 2 ? col_a : col_b - 128) + q * kChunk;  // S column of chunk column 0
@@ -64,7 +103,10 @@ __device__ __forceinline__ void store_mirrored(const float* acc, T* s, int m, in
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = 16 * warp + lane / 4 + 8 * h, c = 8 * jj + 2 * (lane % 4);
-        T pair[2] = {to_elem<T>(acc[4 * j + 2 * h]), to_elem<T>(acc[4 * j + 2 * h + 1])};
+        float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
+        // A dummy piece (rows 0) reads nothing.
+        scale_pair<T, kHasC>(v0, v1, sc, m, rows, row0 + r, col0 + c, pair_loads);
+        T pair[2] = {to_elem<T>(v0), to_elem<T>(v1)};
         *reinterpret_cast<std::uint32_t*>(stage + r * kPitch + c) = *reinterpret_cast<std::uint32_t*>(pair);
       }
     }

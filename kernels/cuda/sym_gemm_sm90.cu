@@ -1,8 +1,9 @@
-// The sm_90a symmetric-product kernel S = X X^T (see sym_gemm_sm90.hpp): clusters of two CTAs; in
-// each, one producer warp feeds a TMA/mbarrier ring (Cfg) and two consumer warpgroups each own
-// 64 rows of a 128 x 256 piece (a row block against a column pair, sym_gemm_schedule.hpp) with
-// m64n256k16 wgmma. Where the two CTAs' pieces share their column pair, each loads half of it and
-// multicasts it to both, so a stage is free only when the consumers of both CTAs released it.
+// The sm_90a symmetric-product kernel D = alpha A B^T + beta C (see sym_gemm_sm90.hpp): clusters of
+// two CTAs; in each, one producer warp feeds a TMA/mbarrier ring (Cfg) and two consumer warpgroups
+// each own 64 rows of a 128 x 256 piece (a row block of A against a column pair of B,
+// sym_gemm_schedule.hpp) with m64n256k16 wgmma. Where the two CTAs' pieces share their column
+// pair, each loads half of it and multicasts it to both, so a stage is free only when the
+// consumers of both CTAs released it. For X X^T both tensor maps describe X.
 #include "kernels/cuda/sym_gemm_sm90.hpp"
 
 #include <cuda_bf16.h>
@@ -39,8 +40,8 @@ struct Cfg {
 template <int BK>
 struct alignas(1024) Smem {
   using C = Cfg<BK>;
-  unsigned char a[C::kStages][C::kBoxBytes];              // row block of the item
-  unsigned char b[C::kStages][2 * C::kBoxBytes];          // its two column blocks, back to back
+  unsigned char a[C::kStages][C::kBoxBytes];              // row block of A for the item
+  unsigned char b[C::kStages][2 * C::kBoxBytes];          // its two column blocks (rows of B), back to back
   std::uint64_t full[C::kStages];
   std::uint64_t empty[C::kStages];
   long item[C::kStages];                                  // cluster item of the stage's piece, -1: stop
@@ -62,7 +63,8 @@ __device__ __forceinline__ void mma(float* acc, std::uint64_t da, std::uint64_t 
 
 // Run by the whole producer warp so that it stays converged (lane 0 issues; all lanes wait).
 template <int BK>
-__device__ void produce(Smem<BK>& sm, const CUtensorMap* map, int k_iters, long tiles, long batch) {
+__device__ void produce(Smem<BK>& sm, const CUtensorMap* map_a, const CUtensorMap* map_b, int k_iters, long tiles,
+                        long batch) {
   const bool leader = threadIdx.x % 32 == 0;
   const unsigned rank = cluster_rank();
   const long cluster = blockIdx.x / 2, clusters = gridDim.x / 2, total = cluster_items(tiles, batch);
@@ -83,13 +85,13 @@ __device__ void produce(Smem<BK>& sm, const CUtensorMap* map, int k_iters, long 
           constexpr int kBoxBytes = Cfg<BK>::kBoxBytes;
           mbar_arrive_expect_tx(&sm.full[stage], (pair ? 3 : 2) * kBoxBytes);
           const int k0 = kt * BK;
-          tma_load_3d(sm.a[stage], map, &sm.full[stage], k0, p.row_block * kTile, p.batch);
+          tma_load_3d(sm.a[stage], map_a, &sm.full[stage], k0, p.row_block * kTile, p.batch);
           if (p.multicast) {
-            tma_load_3d_multicast(sm.b[stage] + rank * kBoxBytes, map, &sm.full[stage], k0,
+            tma_load_3d_multicast(sm.b[stage] + rank * kBoxBytes, map_b, &sm.full[stage], k0,
                                   (p.col0 + static_cast<int>(rank)) * kTile, p.batch, 0x3);
           } else {
-            tma_load_3d(sm.b[stage], map, &sm.full[stage], k0, p.col0 * kTile, p.batch);
-            if (pair) tma_load_3d(sm.b[stage] + kBoxBytes, map, &sm.full[stage], k0, p.col1 * kTile, p.batch);
+            tma_load_3d(sm.b[stage], map_b, &sm.full[stage], k0, p.col0 * kTile, p.batch);
+            if (pair) tma_load_3d(sm.b[stage] + kBoxBytes, map_b, &sm.full[stage], k0, p.col1 * kTile, p.batch);
           }
         }
       }
@@ -138,8 +140,9 @@ __device__ __forceinline__ void mainloop(Smem<BK>& sm, float* acc, int half, int
   }
 }
 
-template <typename T, int BK>
-__device__ void consume(Smem<BK>& sm, T* S, int m, int k_iters, long tiles, long batch, int half) {
+template <typename T, int BK, bool kHasC>
+__device__ void consume(Smem<BK>& sm, T* D, const T* C, float alpha, float beta, int m, int k_iters, long tiles,
+                        long batch, int half) {
   float acc[128];
   T* out = reinterpret_cast<T*>(sm.out[half]);
   const int rank = static_cast<int>(cluster_rank());
@@ -150,24 +153,27 @@ __device__ void consume(Smem<BK>& sm, T* S, int m, int k_iters, long tiles, long
     const long item = sm.item[stage];
     if (item < 0) return;
     const Piece p = decode_piece(item, rank, tiles, batch);
-    T* s = S + static_cast<long>(p.batch) * m * m;
+    const long entry = static_cast<long>(p.batch) * m * m;
+    T* d = D + entry;
+    const Scale<T> sc{kHasC ? C + entry : nullptr, alpha, beta};
     const int row0 = p.row_block * kTile + half * 64;
     // A dummy still consumes its stages (the partner's producer counts on the releases) but
     // stores nothing: m = 0 rows pass the epilogue's bounds check.
     const int rows = p.store ? m : 0;
     if (p.col1 >= 0) {
       mainloop<T, 256, BK>(sm, acc, half, k_iters, stage, phase);
-      store_mirrored<T, 256>(acc, s, m, rows, row0, p.col0 * kTile, p.col1 * kTile, out, half + 1);
+      store_mirrored<T, 256, kHasC>(acc, d, sc, m, rows, row0, p.col0 * kTile, p.col1 * kTile, out, half + 1);
     } else {
       mainloop<T, 128, BK>(sm, acc, half, k_iters, stage, phase);
-      store_mirrored<T, 128>(acc, s, m, rows, row0, p.col0 * kTile, 0, out, half + 1);
+      store_mirrored<T, 128, kHasC>(acc, d, sc, m, rows, row0, p.col0 * kTile, 0, out, half + 1);
     }
   }
 }
 
-template <typename T, int BK>
+template <typename T, int BK, bool kHasC>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kThreads, 1)
-    sym_xxt_kernel(const __grid_constant__ CUtensorMap map, T* S, int m, int k_iters, long tiles, long batch) {
+    sym_gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, T* D,
+                    const T* C, float alpha, float beta, int m, int k_iters, long tiles, long batch) {
   extern __shared__ unsigned char raw[];
   auto& sm = *reinterpret_cast<Smem<BK>*>((reinterpret_cast<std::uintptr_t>(raw) + 1023) & ~std::uintptr_t(1023));
   if (threadIdx.x == 0) {
@@ -181,86 +187,113 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kThreads, 1)
   const int warpgroup = threadIdx.x / 128;
   if (warpgroup == 0) {
     regs_dealloc<56>();  // the producer's item decoding spilled at 40
-    if (threadIdx.x < 32) produce(sm, &map, k_iters, tiles, batch);
+    if (threadIdx.x < 32) produce(sm, &map_a, &map_b, k_iters, tiles, batch);
   } else {
     regs_alloc<224>();  // 2 x 128 x 224 + 128 x 56 <= 64K registers
-    consume<T, BK>(sm, S, m, k_iters, tiles, batch, warpgroup - 1);
+    consume<T, BK, kHasC>(sm, D, C, alpha, beta, m, k_iters, tiles, batch, warpgroup - 1);
   }
   cluster_sync();  // no CTA leaves while its partner may still arrive on its barriers
 }
 
+// One operand, A or B: rows x k row-major per batch entry.
 template <int BK>
-CUtensorMap make_map(const void* X, long m, long n, int batch, CUtensorMapDataType type) {
+CUtensorMap make_map(const void* X, long rows, long k, int batch, CUtensorMapDataType type) {
   static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
     void* fn = nullptr;
     cudaDriverEntryPointQueryResult found{};
     DMUON_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found));
-    if (found != cudaDriverEntryPointSuccess || !fn) throw Error("sym_xxt_sm90: no cuTensorMapEncodeTiled in the driver");
+    if (found != cudaDriverEntryPointSuccess || !fn) throw Error("sym_gemm_sm90: no cuTensorMapEncodeTiled in the driver");
     return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
   }();
   CUtensorMap map{};
-  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(n), static_cast<cuuint64_t>(m), static_cast<cuuint64_t>(batch)};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(n) * 2, static_cast<cuuint64_t>(m) * n * 2};
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(rows), static_cast<cuuint64_t>(batch)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(k) * 2, static_cast<cuuint64_t>(rows) * k * 2};
   const cuuint32_t box[3] = {BK, kTile, 1};
   const cuuint32_t unit[3] = {1, 1, 1};
   // Out-of-range rows and k (tails) arrive as zeros, so no bounds checks in the k loop.
   const CUresult r = encode(&map, type, 3, const_cast<void*>(X), dims, strides, box, unit,
                             CU_TENSOR_MAP_INTERLEAVE_NONE, Cfg<BK>::kSwizzle,
                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) throw Error("sym_xxt_sm90: cuTensorMapEncodeTiled failed (" + std::to_string(r) + ")");
+  if (r != CUDA_SUCCESS) throw Error("sym_gemm_sm90: cuTensorMapEncodeTiled failed (" + std::to_string(r) + ")");
   return map;
 }
 
 // Clusters of two that fit on the device at once (a GPC with an odd count of free SMs holds one
 // fewer): the persistent grid is that many clusters, never a second wave of them.
-template <typename T, int BK>
+template <typename T, int BK, bool kHasC>
 int resident_clusters() {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(2, 1, 1);
   config.blockDim = dim3(kThreads, 1, 1);
   config.dynamicSmemBytes = kSmemBytes<BK>;
   int clusters = 0;
-  DMUON_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, sym_xxt_kernel<T, BK>, &config));
-  if (clusters < 1) throw Error("sym_xxt_sm90: no cluster of two fits on this device");
+  DMUON_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, sym_gemm_kernel<T, BK, kHasC>, &config));
+  if (clusters < 1) throw Error("sym_gemm_sm90: no cluster of two fits on this device");
   return clusters;
 }
 
-template <typename T, int BK>
-void launch_typed(const void* X, long m, long n, int batch, void* S, cudaStream_t stream) {
-  DMUON_CUDA_CHECK(
-      cudaFuncSetAttribute(sym_xxt_kernel<T, BK>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<BK>));
-  static const int clusters = resident_clusters<T, BK>();  // one GPU kind per process in practice
-  const long tiles = (m + kTile - 1) / kTile;
-  const long items = cluster_items(tiles, batch);
+template <typename T, int BK, bool kHasC>
+void launch_typed(const SymProduct& p, cudaStream_t stream) {
+  DMUON_CUDA_CHECK(cudaFuncSetAttribute(sym_gemm_kernel<T, BK, kHasC>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        kSmemBytes<BK>));
+  static const int clusters = resident_clusters<T, BK, kHasC>();  // one GPU kind per process in practice
+  const long tiles = (p.m + kTile - 1) / kTile;
+  const long items = cluster_items(tiles, p.batch);
   const int grid = 2 * static_cast<int>(std::min<long>(clusters, items));
-  const CUtensorMap map = make_map<BK>(
-      X, m, n, batch, std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
-  const int k_iters = static_cast<int>((n + BK - 1) / BK);
-  sym_xxt_kernel<T, BK><<<grid, kThreads, kSmemBytes<BK>, stream>>>(map, static_cast<T*>(S), static_cast<int>(m),
-                                                                   k_iters, tiles, batch);
+  const CUtensorMapDataType type =
+      std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  const CUtensorMap map_a = make_map<BK>(p.a, p.m, p.k, p.batch, type);
+  const CUtensorMap map_b = p.b ? make_map<BK>(p.b, p.m, p.k, p.batch, type) : map_a;
+  const int k_iters = static_cast<int>((p.k + BK - 1) / BK);
+  sym_gemm_kernel<T, BK, kHasC><<<grid, kThreads, kSmemBytes<BK>, stream>>>(
+      map_a, map_b, static_cast<T*>(p.d), static_cast<const T*>(p.c), p.alpha, p.beta, static_cast<int>(p.m), k_iters,
+      tiles, p.batch);
   DMUON_CUDA_CHECK(cudaGetLastError());
 }
 
 // DMUON_SYM_GEMM_BK=32 selects the 8-stage, 64-byte-row ring: a measurement knob, default 64
 // (32 measured 27% slower on H100, reports/sym-gemm-notes.md v5).
-template <typename T>
-void launch_k_depth(const void* X, long m, long n, int batch, void* S, cudaStream_t stream) {
+template <typename T, bool kHasC>
+void launch_k_depth(const SymProduct& p, cudaStream_t stream) {
   static const bool k32 = [] {
     const char* v = std::getenv("DMUON_SYM_GEMM_BK");
     return v && std::string(v) == "32";
   }();
-  if (k32) return launch_typed<T, 32>(X, m, n, batch, S, stream);
-  launch_typed<T, 64>(X, m, n, batch, S, stream);
+  if (k32) return launch_typed<T, 32, kHasC>(p, stream);
+  launch_typed<T, 64, kHasC>(p, stream);
+}
+
+template <typename T>
+void launch_dtype(const SymProduct& p, cudaStream_t stream) {
+  if (p.c) return launch_k_depth<T, true>(p, stream);
+  launch_k_depth<T, false>(p, stream);
+}
+
+// Whether [p, p + bytes) and [q, q + bytes_q) share a byte.
+bool overlaps(const void* p, std::size_t bytes, const void* q, std::size_t bytes_q) {
+  if (!p || !q) return false;
+  const auto a = reinterpret_cast<std::uintptr_t>(p), b = reinterpret_cast<std::uintptr_t>(q);
+  return a < b + bytes_q && b < a + bytes;
 }
 
 }  // namespace
 }  // namespace sym
 
-std::string sym_xxt_sm90_unsupported(long m, long n, DType dtype, const void* X) {
-  if (dtype != DType::bf16 && dtype != DType::fp16) return "dtype is not bf16/fp16";
-  if (m < 1 || n < 1 || m > (1L << 30) || n > (1L << 30)) return "bad size";
-  if (n % 8 != 0) return "n is not a multiple of 8 (TMA needs 16-byte row strides)";
-  if (reinterpret_cast<std::uintptr_t>(X) % 16 != 0) return "X is not 16-byte aligned";
+std::string sym_gemm_sm90_unsupported(const SymProduct& p) {
+  if (p.dtype != DType::bf16 && p.dtype != DType::fp16) return "dtype is not bf16/fp16";
+  if (p.m < 1 || p.k < 1 || p.m > (1L << 30) || p.k > (1L << 30) || p.batch < 1) return "bad size";
+  if (!p.a) return "no A";
+  if (p.k % 8 != 0) return "k is not a multiple of 8 (TMA needs 16-byte row strides)";
+  for (const void* x : {p.a, p.b}) {
+    if (reinterpret_cast<std::uintptr_t>(x) % 16 != 0) return "A or B is not 16-byte aligned";
+  }
+  const std::size_t operand = static_cast<std::size_t>(p.m) * p.k * p.batch * 2;
+  const std::size_t square = static_cast<std::size_t>(p.m) * p.m * p.batch * 2;
+  // (No D yet, as sym_xxt_sm90_unsupported asks: the operands alone.)
+  if (sym::overlaps(p.d, square, p.a, operand) || sym::overlaps(p.d, square, p.b, operand) ||
+      sym::overlaps(p.d, square, p.c, square)) {
+    return "D overlaps an input (other CTAs still read it while D is written)";
+  }
   int device = 0, major = 0, minor = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return "no CUDA device";
   DMUON_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
@@ -269,11 +302,32 @@ std::string sym_xxt_sm90_unsupported(long m, long n, DType dtype, const void* X)
   return {};
 }
 
+void launch_sym_gemm_sm90(const SymProduct& p, cudaStream_t stream) {
+  const std::string why = p.d ? sym_gemm_sm90_unsupported(p) : std::string("no D");
+  if (!why.empty()) throw Error("sym_gemm_sm90 " + std::to_string(p.m) + "x" + std::to_string(p.k) + ": " + why);
+  if (p.dtype == DType::fp16) return sym::launch_dtype<__half>(p, stream);
+  sym::launch_dtype<__nv_bfloat16>(p, stream);
+}
+
+namespace {
+SymProduct xxt(const void* X, long m, long n, int batch, DType dtype, void* S) {
+  SymProduct p;
+  p.a = X;
+  p.m = m;
+  p.k = n;
+  p.batch = batch;
+  p.dtype = dtype;
+  p.d = S;
+  return p;
+}
+}  // namespace
+
+std::string sym_xxt_sm90_unsupported(long m, long n, DType dtype, const void* X) {
+  return sym_gemm_sm90_unsupported(xxt(X, m, n, 1, dtype, nullptr));
+}
+
 void launch_sym_xxt_sm90(const void* X, long m, long n, int batch, DType dtype, void* S, cudaStream_t stream) {
-  const std::string why = sym_xxt_sm90_unsupported(m, n, dtype, X);
-  if (!why.empty()) throw Error("sym_xxt_sm90 " + std::to_string(m) + "x" + std::to_string(n) + ": " + why);
-  if (dtype == DType::fp16) return sym::launch_k_depth<__half>(X, m, n, batch, S, stream);
-  sym::launch_k_depth<__nv_bfloat16>(X, m, n, batch, S, stream);
+  launch_sym_gemm_sm90(xxt(X, m, n, batch, dtype, S), stream);
 }
 
 }  // namespace dmuon::cuda
