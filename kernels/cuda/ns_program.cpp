@@ -370,6 +370,12 @@ void enqueue_gram(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeomet
   gram_product(ops, sym_mode(impl), g, X, S, stream);
 }
 
+void enqueue_quadratic(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeometry& g, const void* A, void* B,
+                       float b, float c, DType compute) {
+  Ops ops(gemm, stream, g, compute);
+  symmetric_quadratic(ops, sym_mode(impl), g, A, B, b, c, stream);
+}
+
 namespace {
 
 // One call, or one member's share of a sharded call (`shard` set): the squared norm summed over

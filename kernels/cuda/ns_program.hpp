@@ -54,6 +54,12 @@ bool ns_impl_supported(LtGemm& gemm, NsImpl impl, const NsGeometry& g, const NsB
 void enqueue_gram(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeometry& g, const void* X, void* S,
                   DType compute);
 
+// B = c A A + b A (A symmetric m x m, complete; g.m = g.n = m), standard NS's middle product, as
+// `impl` computes it: standard one full GEMM with b A in its epilogue, symmetric lower block rows
+// then a mirror, symmetric_sm90 the sm_90a kernel with b A fused. Exposed for the benchmark.
+void enqueue_quadratic(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeometry& g, const void* A, void* B,
+                       float b, float c, DType compute);
+
 // Enqueues normalisation, the iterations of `impl` (not automatic) and the final product into
 // `out` (compute dtype, the input's layout).
 void enqueue_ns(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeometry& g, const NsBuffers& buf,

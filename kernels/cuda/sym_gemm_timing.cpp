@@ -19,6 +19,46 @@ double median_ms(std::vector<double> seconds) {
   return seconds.empty() ? 0 : 1e3 * seconds[seconds.size() / 2];
 }
 
+double rel_diff(const void* got, const void* want, DType dtype, long elems, DeviceBuffer& norms, cudaStream_t stream,
+                long* nonfinite) {
+  launch_diff_norms(got, want, dtype, elems, norms.as<double>(), stream);
+  double h[3] = {0, 0, 0};
+  DMUON_CUDA_CHECK(cudaMemcpyAsync(h, norms.get(), sizeof(h), cudaMemcpyDeviceToHost, stream));
+  synchronize(stream);
+  *nonfinite = static_cast<long>(h[2]);
+  return h[1] > 0 ? std::sqrt(h[0] / h[1]) : std::sqrt(h[0]);
+}
+
+// B = c A A + b A three ways, A = X X^T with X refilled at N(0, 1/n): A's diagonal ~1, so A^2
+// stays finite in fp16. Keller's b and c. Writes into `a` (m x m) and three fresh outputs.
+void time_square(SymGemmTiming& t, LtGemm& gemm, cudaStream_t stream, void* x, void* a, DType dtype, int warmup,
+                 int repeats) {
+  const long m = t.m, n = t.n, s_elems = m * m * t.batch;
+  fill_normal(x, dtype, m * n * t.batch, 0x5e12ull + m * 37 + n, static_cast<float>(1 / std::sqrt(double(n))), stream);
+  enqueue_gram(gemm, stream, NsImpl::standard, geometry_of(m, n, t.batch), x, a, dtype);
+  const NsGeometry g = geometry_of(m, m, t.batch);
+  DeviceBuffer full_out(s_elems * 2, "sym-gemm B full"), sm90_out(s_elems * 2, "sym-gemm B sm90"),
+      blocks_out(s_elems * 2, "sym-gemm B blocks"), norms(3 * sizeof(double), "sym-gemm B norms");
+  constexpr float b = -4.7750f, c = 2.0315f;
+  auto run = [&](NsImpl impl, DeviceBuffer& out) { enqueue_quadratic(gemm, stream, impl, g, a, out.get(), b, c, dtype); };
+  auto full = [&] { run(NsImpl::standard, full_out); };
+  auto blocks = [&] { run(NsImpl::symmetric, blocks_out); };
+  auto sm90 = [&] { run(NsImpl::symmetric_sm90, sm90_out); };
+  const SymProduct probe{a, nullptr, m, m, t.batch, dtype, c, a, b, sm90_out.get()};
+  const bool have_sm90 = sym_gemm_sm90_unsupported(probe).empty();
+  if (have_sm90) {
+    DMUON_CUDA_CHECK(cudaMemsetAsync(sm90_out.get(), 0xFF, s_elems * 2, stream));
+    sm90();
+    full();
+    t.square_rel_diff = rel_diff(sm90_out.get(), full_out.get(), dtype, s_elems, norms, stream, &t.square_nonfinite);
+  }
+  for (int round = 0; round < 2; ++round) {
+    if (have_sm90) t.square_sm90_ms[round] = median_ms(time_on_stream(stream, warmup, repeats, sm90));
+    t.square_full_ms[round] = median_ms(time_on_stream(stream, warmup, repeats, full));
+    t.square_blocks_ms[round] = median_ms(time_on_stream(stream, warmup, repeats, blocks));
+  }
+}
+
 }  // namespace
 
 SymGemmTiming time_sym_gemm(long m, long n, int batch, DType dtype, int warmup, int repeats) {
@@ -47,18 +87,14 @@ SymGemmTiming time_sym_gemm(long m, long n, int batch, DType dtype, int warmup, 
     DMUON_CUDA_CHECK(cudaMemsetAsync(s_sym.get(), 0xFF, s_elems * 2, stream.get()));
     sm90();
     full();
-    launch_diff_norms(s_sym.get(), s_full.get(), dtype, s_elems, norms.as<double>(), stream.get());
-    double h[3] = {0, 0, 0};
-    DMUON_CUDA_CHECK(cudaMemcpyAsync(h, norms.get(), sizeof(h), cudaMemcpyDeviceToHost, stream.get()));
-    synchronize(stream.get());
-    t.rel_diff = h[1] > 0 ? std::sqrt(h[0] / h[1]) : std::sqrt(h[0]);
-    t.nonfinite = static_cast<long>(h[2]);
+    t.rel_diff = rel_diff(s_sym.get(), s_full.get(), dtype, s_elems, norms, stream.get(), &t.nonfinite);
   }
   for (int round = 0; round < 2; ++round) {
     if (have_sm90) t.sm90_ms[round] = median_ms(time_on_stream(stream.get(), warmup, repeats, sm90));
     t.full_ms[round] = median_ms(time_on_stream(stream.get(), warmup, repeats, full));
     t.blocks_ms[round] = median_ms(time_on_stream(stream.get(), warmup, repeats, blocks));
   }
+  time_square(t, gemm, stream.get(), x.get(), s_full.get(), dtype, warmup, repeats);
   return t;
 }
 
