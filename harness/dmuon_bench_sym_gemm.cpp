@@ -58,7 +58,7 @@ std::string table(const std::vector<cuda::SymGemmTiming>& rows, DType dtype) {
     char line[160];
     std::snprintf(line, sizeof line, "%.3f | %.3f | %.2e | %ld", s > 0 ? s / f : -1.0, b / f, t.square_rel_diff,
                   t.square_nonfinite);
-    o << "| " << t.m << "x" << t.m << " | " << t.batch << " | " << cell(t.square_sm90_ms[0]) << " / "
+    o << "| " << t.m << "x" << t.m << " (X " << t.m << "x" << t.n << ") | " << t.batch << " | " << cell(t.square_sm90_ms[0]) << " / "
       << cell(t.square_sm90_ms[1]) << " | " << cell(t.square_full_ms[0]) << " / " << cell(t.square_full_ms[1]) << " | "
       << cell(t.square_blocks_ms[0]) << " / " << cell(t.square_blocks_ms[1]) << " | " << line << " |\n";
   }

@@ -4,6 +4,9 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <string>
+
+#include "core/error.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/device_element.cuh"
 
@@ -97,6 +100,28 @@ __global__ void normalize_kernel(const void* in, int in_dtype, int norm_dtype, i
     float v = 0.0f;
     if (ok) v = round_to(round_to(load(in, in_dtype, base + i), norm_dtype) / d, norm_dtype);
     store(X, compute_dtype, base + i, v);
+  }
+}
+
+__global__ void normalize_transposed_kernel(const void* in, int in_dtype, int norm_dtype, int compute_dtype,
+                                            long rows, long cols, const float* divisor, const int* status, void* X) {
+  __shared__ float tile[32][33];
+  const int b = blockIdx.z;
+  const long base = static_cast<long>(b) * rows * cols;
+  const bool ok = status[b] == kNormOk;
+  const float d = divisor[b];
+  const long r0 = static_cast<long>(blockIdx.y) * 32, c0 = static_cast<long>(blockIdx.x) * 32;
+  for (int k = threadIdx.y; k < 32; k += blockDim.y) {
+    const long r = r0 + k, c = c0 + threadIdx.x;
+    if (r < rows && c < cols) {
+      tile[k][threadIdx.x] =
+          ok ? round_to(round_to(load(in, in_dtype, base + r * cols + c), norm_dtype) / d, norm_dtype) : 0.0f;
+    }
+  }
+  __syncthreads();
+  for (int k = threadIdx.y; k < 32; k += blockDim.y) {
+    const long c = c0 + k, r = r0 + threadIdx.x;
+    if (r < rows && c < cols) store(X, compute_dtype, base + c * rows + r, tile[threadIdx.x][k]);
   }
 }
 
@@ -206,6 +231,16 @@ void launch_normalize(const void* in, DType in_dtype, const NsConfig& ns, long e
                                                   static_cast<int>(ns.normalize_dtype),
                                                   static_cast<int>(ns.compute_dtype), elems, divisor, status, X);
   check_launch("normalize_kernel");
+}
+
+void launch_normalize_transposed(const void* in, DType in_dtype, const NsConfig& ns, long rows, long cols, int batch,
+                                 const float* divisor, const int* status, void* X, cudaStream_t stream) {
+  if ((rows + 31) / 32 > 65535) throw Error("launch_normalize_transposed: " + std::to_string(rows) + " rows exceed the grid");
+  const dim3 grid(static_cast<unsigned>((cols + 31) / 32), static_cast<unsigned>((rows + 31) / 32), batch);
+  normalize_transposed_kernel<<<grid, dim3(32, 8), 0, stream>>>(
+      in, static_cast<int>(in_dtype), static_cast<int>(ns.normalize_dtype), static_cast<int>(ns.compute_dtype), rows, cols,
+      divisor, status, X);
+  check_launch("normalize_transposed_kernel");
 }
 
 void launch_add_identity(const void* Z, void* Q, long m, int batch, float a, DType dtype, cudaStream_t stream) {

@@ -27,6 +27,11 @@ void launch_norm_scale(const double* sums, int batch, const NsConfig& ns, float*
 // X = compute(norm(norm(in) / divisor)); zeros for a matrix whose status is not kNormOk.
 void launch_normalize(const void* in, DType in_dtype, const NsConfig& ns, long elems, int batch,
                       const float* divisor, const int* status, void* X, cudaStream_t stream);
+// The same for a rows x cols row-major input written transposed: X is cols x rows row-major,
+// X[c][r] = compute(norm(norm(in[r][c]) / divisor)). A tall input read as its wide X (gram_sm90:
+// the sm_90a kernel reads rows of X). 32 x 32 tiles through shared memory, so both sides coalesce.
+void launch_normalize_transposed(const void* in, DType in_dtype, const NsConfig& ns, long rows, long cols, int batch,
+                                 const float* divisor, const int* status, void* X, cudaStream_t stream);
 // Q = Z + a I for batch m x m matrices (one rounding of the fp32 sum); Q may alias Z.
 void launch_add_identity(const void* Z, void* Q, long m, int batch, float a, DType dtype, cudaStream_t stream);
 // out = in (fp32) stored once in `dtype` (bf16 or fp16), n elements: a sharded call's all-reduced

@@ -102,6 +102,18 @@ class Ops {
     run(op);
   }
 
+  // D = S X written column-major m x n (ld m, a tall input's layout) from X held wide (memory Y =
+  // X^T column-major, x_column_major false): D = S (Y)^T, the layout change inside the GEMM.
+  void left_column_major(const void* S, const void* X, void* D) {
+    if (g_.x_column_major) return left(S, X, D, nullptr, 0.0f);
+    GemmOp op = base();
+    op.a = s_view(S, g_.m, g_.m);
+    op.b = x_view(X);
+    op.trans_b = true;
+    op.d = {D, g_.m, g_.n, g_.m, g_.x_elems()};
+    run(op);
+  }
+
   void run(const GemmOp& op) { gemm_.run(op, stream_); }
   bool supported(const GemmOp& op) { return gemm_.supported(op); }
   DType dtype() const { return dtype_; }
@@ -257,8 +269,11 @@ void symmetric_product(Ops& ops, SymMode mode, const NsGeometry& g, const void* 
 // Split (ProductSplit on): each m x m product is this member's column block; Z and R are
 // gathered whole (R Z and R^2 need them), Q and R Z stay in blocks (Z Q[:, J] and Z RZ[:, J]
 // read only block J of them) until Q X_j needs Q whole. The gathers follow ns_split_gathers.
+// out_column_major: the result in a tall input's layout although X is held wide (gram_sm90's
+// transposed normalisation, enqueue_program).
 void gram_iterations(Ops& ops, SymMode products, const GramSum& gram, const ProductSplit& split, const NsGeometry& g,
-                     const NsBuffers& buf, void* out, const NsConfig& ns, cudaStream_t stream) {
+                     const NsBuffers& buf, void* out, const NsConfig& ns, cudaStream_t stream,
+                     bool out_column_major = false) {
   void* x = buf.x[0];
   void* x_next = buf.x[1];
   void* R = buf.s[0];
@@ -301,6 +316,7 @@ void gram_iterations(Ops& ops, SymMode products, const GramSum& gram, const Prod
     }
   }
   if (split.on()) split.gather(Q, stream);
+  if (out_column_major) return ops.left_column_major(Q, x, out);
   ops.left(Q, x, out, nullptr, 0.0f);
 }
 
@@ -389,6 +405,20 @@ void enqueue_program(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeo
   launch_sum_squares(in, in_dtype, ns.normalize_dtype, elems, g.batch, buf.sums, stream);
   if (shard) shard->norm(buf.sums, stream);
   launch_norm_scale(buf.sums, g.batch, ns, buf.divisor, buf.status, stream);
+  // gram_sm90 on a tall input: memory holds X column-major, whose rows the kernel cannot read, so
+  // R = X X^T would be one full product (twice with a restart). Normalising into X row-major
+  // instead (one transposed pass) lets the whole program run wide; the last product writes the
+  // input's layout. Same products, same rounding points: only the memory layout differs.
+  NsGeometry wide = g;
+  wide.x_column_major = false;
+  const bool transposed = impl == NsImpl::gram_sm90 && g.x_column_major && !shard && ns.steps > 0 &&
+                          sm90_takes_gram(wide, ns.compute_dtype, buf.x[0]);
+  if (transposed) {
+    launch_normalize_transposed(in, in_dtype, ns, g.n, g.m, g.batch, buf.divisor, buf.status, buf.x[0], stream);
+    Ops ops(gemm, stream, wide, ns.compute_dtype);
+    return gram_iterations(ops, SymMode::sm90, GramSum{SymMode::sm90, nullptr, nullptr}, ProductSplit{nullptr, wide},
+                           wide, buf, out, ns, stream, true);
+  }
   launch_normalize(in, in_dtype, ns, elems, g.batch, buf.divisor, buf.status, buf.x[0], stream);
   if (ns.steps == 0) {
     DMUON_CUDA_CHECK(cudaMemcpyAsync(out, buf.x[0], elems * g.batch * bytes_per_element(ns.compute_dtype),
