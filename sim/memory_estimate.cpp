@@ -12,16 +12,19 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 
-// Peak RSS = kBaseBytes + GPUs x (params x a + matrices x b) + GPUs^2 x kBytesPerRoute. a per
+// Peak RSS = kBaseBytes + GPUs x (params x a + matrices x b + kPlatformBytesPerGpu). a per
 // strategy (how many Plan and step-program ops a rank holds per parameter, growing with the
 // simulated steps): its traits sim_host_bytes_per_param[_per_extra_step] (core/plan/strategy.hpp),
 // fitted to the slope of peak RSS between 512 and 1,024 GPUs of 16node.yaml (991 parameters,
-// 540 matrices) plus 25%; b = a / 4 from
+// 540 matrices) less the flat zone's routes (then charged at 164 B each), plus 25%; b = a / 4 from
 // dedicated on qwen3-30b-a3b (579 parameters, 18,624 matrices: one
-// owner's broadcast per matrix, coalesced per layer). The last term is SimGrid's flat zone, one
-// route per ordered pair of GPUs (sim/platform.cpp; 172 MB at 1,024 GPUs, sim-anchors.md 1.2).
+// owner's broadcast per matrix, coalesced per layer). The last term is the SimGrid platform
+// (sim/platform.cpp): a host and about 4 links per GPU, routes computed on demand. Building it
+// alone (an Engine, a Topology of 8 GPUs and 8 NICs a node, build_platform; VmRSS after minus
+// before, 2026-11-26) took 3,722 B per GPU from 1,024 to 16,384 GPUs (30 MB at 8,192), plus 25%;
+// the flat zone it replaced took 119 B per ordered GPU pair (127 MB at 1,024, 8 GB at 8,192).
 constexpr double kBaseBytes = 64e6;
-constexpr double kBytesPerRoute = 164;
+constexpr double kPlatformBytesPerGpu = 4700;
 
 }  // namespace
 
@@ -34,8 +37,8 @@ SimMemoryEstimate estimate_sim_memory(const Scenario& scenario, Strategy strateg
   e.bytes_per_param = t.sim_host_bytes_per_param + (scenario.sim_steps - 1) * t.sim_host_bytes_per_param_per_extra_step;
   e.bytes_per_matrix = e.bytes_per_param / 4;
   const double gpus = double(e.gpus);
-  e.bytes = kBaseBytes + gpus * (double(e.params) * e.bytes_per_param + double(e.matrices) * e.bytes_per_matrix) +
-            gpus * gpus * kBytesPerRoute;
+  e.bytes = kBaseBytes +
+            gpus * (double(e.params) * e.bytes_per_param + double(e.matrices) * e.bytes_per_matrix + kPlatformBytesPerGpu);
   return e;
 }
 
@@ -55,12 +58,12 @@ void check_sim_memory(const SimMemoryEstimate& e, Strategy strategy, double limi
   char buf[600];
   std::snprintf(buf, sizeof buf,
                 "strategy %s: simulating %lld GPUs needs an estimated %.1f GiB of host memory (%lld GPUs x (%lld "
-                "parameters x %.0f B + %lld Muon matrices x %.0f B) + %lld^2 routes x %.0f B + %.0f MB), over the "
+                "parameters x %.0f B + %lld Muon matrices x %.0f B + %.0f B platform) + %.0f MB), over the "
                 "%.1f GiB %s; not started: use fewer nodes or a larger machine",
                 std::string(to_string(strategy)).c_str(), static_cast<long long>(e.gpus), e.bytes / kGiB,
                 static_cast<long long>(e.gpus), static_cast<long long>(e.params), e.bytes_per_param,
-                static_cast<long long>(e.matrices), e.bytes_per_matrix, static_cast<long long>(e.gpus), kBytesPerRoute,
-                kBaseBytes / 1e6, limit_bytes / kGiB, limit_source.c_str());
+                static_cast<long long>(e.matrices), e.bytes_per_matrix, kPlatformBytesPerGpu, kBaseBytes / 1e6,
+                limit_bytes / kGiB, limit_source.c_str());
   throw Error(buf);
 }
 

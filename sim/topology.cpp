@@ -1,6 +1,7 @@
 #include "sim/topology.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 
 #include "core/error.hpp"
@@ -8,8 +9,11 @@
 namespace dmuon::sim {
 namespace {
 
-// 4096^2 routes take ~7 GB in SimGrid's flat zone (1024 GPUs: 172 MB, sim-anchors.md 1.2).
-constexpr int kMaxGpus = 4096;
+// Each dimension's bound (checked()), so that ranks and link indices (about 4 a GPU) are ints.
+// What a smaller cluster costs to simulate is the memory estimate's to refuse
+// (memory_estimate.hpp): the platform holds no per-pair state, its zone computes each route
+// on demand (platform.cpp).
+constexpr std::int64_t kMaxGpus = 1 << 20;
 
 int checked(std::int64_t v, const std::string& key) {
   if (v < 1 || v > (1 << 20)) throw Error(key + ": must be in [1, 1048576], got " + std::to_string(v));
@@ -35,11 +39,12 @@ Topology::Topology(const ClusterSpec& c) {
                   std::to_string(gpus_per_node_));
     }
   }
-  const int world = nodes_ * gpus_per_node_;
-  if (world > kMaxGpus) {
-    throw Error("cluster: " + std::to_string(world) + " GPUs (cluster.nodes x cluster.gpus_per_node) exceed the simulator's " +
-                std::to_string(kMaxGpus) + ": the platform holds one route per GPU pair");
+  const std::int64_t gpus = std::int64_t(nodes_) * gpus_per_node_;
+  if (gpus > kMaxGpus) {
+    throw Error("cluster: " + std::to_string(gpus) + " GPUs (cluster.nodes x cluster.gpus_per_node) exceed the simulator's " +
+                std::to_string(kMaxGpus));
   }
+  const int world = static_cast<int>(gpus);
   const NvlinkSpec nvl = c.nvlink.value_or(NvlinkSpec{1, 0, 1});  // unused with one GPU per node
   for (int r = 0; r < world; ++r) {
     const std::string n = "n" + std::to_string(node_of(r)) + "g" + std::to_string(local_of(r));

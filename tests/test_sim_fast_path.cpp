@@ -12,6 +12,7 @@
 #include "core/io/scenario.hpp"
 #include "sim/memory_estimate.hpp"
 #include "sim/strategy_run.hpp"
+#include "sim/topology.hpp"
 
 using namespace dmuon;
 
@@ -99,19 +100,23 @@ TEST_CASE("a simulation whose memory estimate exceeds the limit is refused up fr
     REQUIRE(m.find("1024 GPUs") != std::string::npos);
     REQUIRE(m.find("estimated") != std::string::npos);
     REQUIRE(m.find("1.0 GiB test limit") != std::string::npos);
+    REQUIRE(m.find("B platform") != std::string::npos);
   }
   // run_strategies keeps the refusal as that strategy's error and runs nothing for it.
   const auto outcomes = sim::run_strategies(s, {Strategy::adamw}, sim::scenario_cost_model(s), {o}, 1);
   REQUIRE(!outcomes.at(0).result);
   REQUIRE(outcomes.at(0).error.find("estimated") != std::string::npos);
-  // Past the simulator's 4,096 GPUs the cluster is refused before planning too, whatever the limit.
+  // 8,192 GPUs are a cluster the simulator can hold (its platform has no per-pair routes), left
+  // to the estimate; past sim/topology's 1,048,576 GPUs a cluster is refused before planning,
+  // whatever the limit.
+  CHECK_NOTHROW(sim::Topology(flagship(1024).cluster));
   sim::RunOptions unlimited;
-  const Scenario huge = flagship(1024);
+  const Scenario huge = flagship(131073);  // x 8 GPUs = 1,048,584
   try {
     sim::run_strategy(huge, Strategy::adamw, sim::scenario_cost_model(huge), unlimited);
     FAIL("no error");
   } catch (const Error& err) {
-    REQUIRE(std::string(err.what()).find("8192 GPUs") != std::string::npos);
+    REQUIRE(std::string(err.what()).find("1048584 GPUs") != std::string::npos);
   }
   // Under the limit nothing is refused.
   REQUIRE_NOTHROW(sim::check_sim_memory(e, Strategy::adamw, e.bytes * 1.01, "test limit"));
