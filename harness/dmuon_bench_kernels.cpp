@@ -11,6 +11,7 @@
 #include "core/io/provenance.hpp"
 #include "harness/bench/kernel_report.hpp"
 #include "kernels/cuda/ceilings.hpp"
+#include "kernels/cuda/sym_gemm_sm90.hpp"
 #include "kernels/cuda/device_query.hpp"
 
 namespace po = boost::program_options;
@@ -105,6 +106,15 @@ void run(const Args& a, KernelBench& b, const std::vector<BenchShape>& shapes) {
       }
       engine.release_workspace();  // the next shape allocates its own; keeps peak memory at one shape
     }
+  }
+  // The kernel's rate against cuBLAS on the same shapes, in each preset's compute dtype (issue 16).
+  std::vector<DType> dtypes;
+  for (const auto& preset : split(a.presets)) {
+    const DType t = optimizer_preset(preset).muon.ns.compute_dtype;
+    if (std::find(dtypes.begin(), dtypes.end(), t) == dtypes.end()) dtypes.push_back(t);
+  }
+  if (cuda::sym_xxt_sm90_unsupported(128, 128, DType::bf16, reinterpret_cast<void*>(256)).empty()) {
+    b.sym_rates = measure_sym_kernel_rates(shapes, dtypes, 3, 10);
   }
   b.elementwise = time_elementwise(a.elementwise_elements, 20);
 }

@@ -201,6 +201,7 @@ void write_report_json(const KernelBench& b, const std::string& path) {
          {"useful_tflops_8192x28672_dmuon_preset", big_gram ? big_gram->useful_tflops : 0.0},
          {"targets", t},
          {"whole_model_speedup_vs_torch", whole},
+         {"sym_kernel_vs_full_cublas", sym_kernel_rates_json(b.sym_rates)},
          {"elementwise_GBps",
           {{"momentum", b.elementwise.momentum_GBps.value_or(0)},
            {"muon_update", b.elementwise.update_GBps.value_or(0)},
@@ -260,9 +261,10 @@ void write_report_markdown(const KernelBench& b, const std::string& path) {
      << "shapes (256x2048, 1024x4096, 2048x2048) its GPU timeline has launch gaps that our CUDA-graph replay "
      << "removes; on large shapes both run the same cuBLAS GEMMs (the `torch` preset's standard variant "
      << "returns torch's output bit for bit, see dmuon-verify --backend cuda), and the gains are the symmetric "
-     << "block-row products (~20% on 4096-class shapes) and Gram NS (~1.4x over standard NS at the same dtype "
-     << "on aspect >= 3.5; compare the gram and standard entries of the variants column). cuBLASLt offers no "
-     << "algorithm for CUBLASLT_MATMUL_DESC_FILL_MODE=lower with bf16/fp16 on this GPU (symmetric_lt n/a).\n\n"
+     << "products (block rows, or on sm_90 our triangle kernel: `symmetric_sm90`, `gram_sm90`) and Gram NS "
+     << "(~1.4x over standard NS at the same dtype on aspect >= 3.5; compare the gram and standard entries of "
+     << "the variants column). cuBLASLt offers no algorithm for CUBLASLT_MATMUL_DESC_FILL_MODE=lower with "
+     << "bf16/fp16 on this GPU (symmetric_lt n/a).\n\n"
      << "## Targets\n\n| target | goal | measured | met |\n| --- | --- | --- | --- |\n";
   for (const auto& t : targets(b)) {
     md << "| " << t.name << " | " << fmt(t.goal, 1) << " | " << (t.known ? fmt(t.measured, 2) : "not measured")
@@ -274,7 +276,7 @@ void write_report_markdown(const KernelBench& b, const std::string& path) {
   md << "\nOther summaries: same math as torch (`torch` preset), batch 1: " << fmt(same.geomean, 2) << "x over "
      << same.shapes << " shapes; at the model's batch (per matrix): dmuon " << fmt(batched.geomean, 2)
      << "x, torch preset " << fmt(same_batched.geomean, 2) << "x.\n\n"
-     << whole_model_markdown(b) << "## Per shape\n\n"
+     << whole_model_markdown(b) << sym_kernel_rates_markdown(b.sym_rates) << "## Per shape\n\n"
      << "| shape | aspect | in model | preset | batch | chosen | ms (call) | ms/matrix | useful TFLOP/s | torch ms | "
         "speedup | variants (ms; rel diff vs standard) |\n"
      << "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";

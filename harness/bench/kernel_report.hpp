@@ -9,6 +9,7 @@
 
 #include "core/cost/calibration.hpp"
 #include "harness/bench/ns_timing.hpp"
+#include "harness/bench/sym_kernel_rates.hpp"
 #include "harness/bench/whole_model.hpp"
 
 namespace dmuon::bench {
@@ -27,6 +28,7 @@ struct KernelBench {
   double gemm_tflops = 0, hbm_GBps = 0;
   ElementwiseRates elementwise;
   std::vector<NsBenchRow> rows;
+  std::vector<SymKernelRate> sym_rates;  // empty where the sm_90a kernel cannot run
   std::optional<TorchBaseline> torch;
 };
 
