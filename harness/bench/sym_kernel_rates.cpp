@@ -11,13 +11,8 @@
 namespace dmuon::bench {
 namespace {
 
-std::string ms(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.3f", v);
-  return v < 0 ? "n/a" : b;
-}
-
-std::string ratio(double v) {
+// A time in ms or a ratio, three decimals; negative (the kernel unavailable): n/a.
+std::string cell(double v) {
   char b[32];
   std::snprintf(b, sizeof b, "%.3f", v);
   return v < 0 ? "n/a" : b;
@@ -62,9 +57,9 @@ std::string sym_kernel_rates_markdown(const std::vector<SymKernelRate>& rates) {
      << "| X | dtype | X X^T sm90 ms | X X^T cuBLAS ms | ratio | B sm90 ms | B cuBLAS ms | ratio |\n"
      << "| --- | --- | --- | --- | --- | --- | --- | --- |\n";
   for (const auto& r : rates) {
-    md << "| " << r.m << "x" << r.n << " | " << to_string(r.dtype) << " | " << ms(r.xxt_sm90_ms) << " | "
-       << ms(r.xxt_full_ms) << " | " << ratio(r.xxt_ratio()) << " | " << ms(r.square_sm90_ms) << " | "
-       << ms(r.square_full_ms) << " | " << ratio(r.square_ratio()) << " |" << (r.note.empty() ? "" : " " + r.note)
+    md << "| " << r.m << "x" << r.n << " | " << to_string(r.dtype) << " | " << cell(r.xxt_sm90_ms) << " | "
+       << cell(r.xxt_full_ms) << " | " << cell(r.xxt_ratio()) << " | " << cell(r.square_sm90_ms) << " | "
+       << cell(r.square_full_ms) << " | " << cell(r.square_ratio()) << " |" << (r.note.empty() ? "" : " " + r.note)
        << "\n";
   }
   return md.str() + "\n";

@@ -40,21 +40,11 @@ SymMode sym_mode(NsImpl impl) {
   return SymMode::full;
 }
 
-// D = alpha A B + beta C on m x m matrices, B symmetric (so A B = A B^T, what the kernel
-// computes), as the sm_90a kernel's lower triangle, mirrored. d = nullptr: only the operands.
+// D = alpha A B + beta C on m x m matrices, B symmetric, as the sm_90a kernel's lower triangle,
+// mirrored. D = nullptr: only the operands (for sym_gemm_sm90_unsupported).
 SymProduct square_product(const NsGeometry& g, DType dtype, const void* A, const void* B, void* D, float alpha,
                           const void* C, float beta) {
-  SymProduct p;
-  p.a = A;
-  p.b = B == A ? nullptr : B;
-  p.m = p.k = g.m;
-  p.batch = g.batch;
-  p.dtype = dtype;
-  p.alpha = alpha;
-  p.c = C;
-  p.beta = beta;
-  p.d = D;
-  return p;
+  return SymProduct::square(A, B, g.m, g.batch, dtype, alpha, C, beta, D);
 }
 
 // S = X X^T with the symmetric mode's savings, S complete (both triangles) afterwards.

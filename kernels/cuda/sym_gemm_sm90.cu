@@ -313,25 +313,12 @@ void launch_sym_gemm_sm90(const SymProduct& p, cudaStream_t stream) {
   sym::launch_dtype<__nv_bfloat16>(p, stream);
 }
 
-namespace {
-SymProduct xxt(const void* X, long m, long n, int batch, DType dtype, void* S) {
-  SymProduct p;
-  p.a = X;
-  p.m = m;
-  p.k = n;
-  p.batch = batch;
-  p.dtype = dtype;
-  p.d = S;
-  return p;
-}
-}  // namespace
-
 std::string sym_xxt_sm90_unsupported(long m, long n, DType dtype, const void* X) {
-  return sym_gemm_sm90_unsupported(xxt(X, m, n, 1, dtype, nullptr));
+  return sym_gemm_sm90_unsupported(SymProduct::xxt(X, m, n, 1, dtype, nullptr));
 }
 
 void launch_sym_xxt_sm90(const void* X, long m, long n, int batch, DType dtype, void* S, cudaStream_t stream) {
-  launch_sym_gemm_sm90(xxt(X, m, n, batch, dtype, S), stream);
+  launch_sym_gemm_sm90(SymProduct::xxt(X, m, n, batch, dtype, S), stream);
 }
 
 }  // namespace dmuon::cuda

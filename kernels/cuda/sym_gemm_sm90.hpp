@@ -24,6 +24,17 @@ struct SymProduct {
   const void* c = nullptr;  // m x m per entry (stride m m), read where i >= j; nullptr: beta 0
   float beta = 0.0f;
   void* d = nullptr;        // m x m per entry; must not overlap a, b or c (other CTAs still read them)
+
+  // S = X X^T for X m x n.
+  static SymProduct xxt(const void* X, long m, long n, int batch, DType dtype, void* S) {
+    return {X, nullptr, m, n, batch, dtype, 1.0f, nullptr, 0.0f, S};
+  }
+  // D = alpha A B + beta C on m x m matrices with B symmetric (so A B = A B^T, what the kernel
+  // computes); B == A is the one-operand case (A A^T).
+  static SymProduct square(const void* A, const void* B, long m, int batch, DType dtype, float alpha, const void* C,
+                           float beta, void* D) {
+    return {A, B == A ? nullptr : B, m, m, batch, dtype, alpha, C, beta, D};
+  }
 };
 
 // Empty when launch_sym_gemm_sm90 can run this product on the current device; otherwise why not

@@ -44,7 +44,7 @@ void time_square(SymGemmTiming& t, LtGemm& gemm, cudaStream_t stream, void* x, v
   auto full = [&] { run(NsImpl::standard, full_out); };
   auto blocks = [&] { run(NsImpl::symmetric, blocks_out); };
   auto sm90 = [&] { run(NsImpl::symmetric_sm90, sm90_out); };
-  const SymProduct probe{a, nullptr, m, m, t.batch, dtype, c, a, b, sm90_out.get()};
+  const SymProduct probe = SymProduct::square(a, a, m, t.batch, dtype, c, a, b, sm90_out.get());
   const bool have_sm90 = sym_gemm_sm90_unsupported(probe).empty();
   if (have_sm90) {
     DMUON_CUDA_CHECK(cudaMemsetAsync(sm90_out.get(), 0xFF, s_elems * 2, stream));
