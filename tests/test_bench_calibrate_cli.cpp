@@ -2,7 +2,9 @@
 // any GPU work (exit 2, one line naming it), and a machine without a GPU gets one line and exit
 // 1. CUDA_VISIBLE_DEVICES is emptied so that the no-GPU case holds on the GPU machine too.
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "catch_compat.hpp"
@@ -95,4 +97,26 @@ TEST_CASE("--print-ns-calls lists the scenario's Plan calls and the grid without
   CHECK(o.output.find("plan 896x4864 b1\n") != std::string::npos);
   CHECK(o.output.find("grid 256x512 b4\n") != std::string::npos);
   CHECK(o.output.find("grid 512x") == std::string::npos);  // small: m in {128, 256}
+}
+
+TEST_CASE("the full grid steps m by half octaves from 1024 and keeps every call under 2^28 elements", "[cli]") {
+  const auto o = run(valid("--ns-grid full --print-ns-calls"));
+  INFO(o.output);
+  REQUIRE(o.exit_code == 0);
+  for (const char* shape : {"grid 1536x1536 b1\n", "grid 3072x3072 b1\n", "grid 3072x24576 b1\n", "grid 6144x6144 b1\n",
+                            "grid 4096x4096 b16\n", "grid 8192x32768 b1\n"}) {
+    CHECK(o.output.find(shape) != std::string::npos);
+  }
+  CHECK(o.output.find("grid 6144x49152") == std::string::npos);  // over the 32768-column bound
+  CHECK(o.output.find("grid 768x") == std::string::npos);        // octaves below 1024
+  long grid_calls = 0;
+  std::istringstream in(o.output);
+  for (std::string line; std::getline(in, line);) {
+    long rows = 0, cols = 0, batch = 0;
+    if (std::sscanf(line.c_str(), "grid %ldx%ld b%ld", &rows, &cols, &batch) != 3) continue;
+    ++grid_calls;
+    INFO(line);
+    CHECK(rows * cols * batch <= (1L << 28));
+  }
+  CHECK(grid_calls > 80);
 }
