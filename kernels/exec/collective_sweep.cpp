@@ -9,6 +9,7 @@
 #include <nccl.h>
 
 #include "core/error.hpp"
+#include "core/median.hpp"
 #include "kernels/comm/check.hpp"
 #include "kernels/comm/watchdog.hpp"
 #include "kernels/exec/nccl_wait.hpp"
@@ -167,8 +168,8 @@ void validate(const CommSweepOptions& o) {
   if (o.min_bytes < 64 || o.max_bytes < o.min_bytes) {
     throw Error("collective sweep: sizes must satisfy 64 <= min_bytes <= max_bytes");
   }
-  if (o.warmup < 0 || o.iterations < 1 || !(o.timeout_seconds > 0)) {
-    throw Error("collective sweep: warmup >= 0, iterations >= 1 and a positive timeout are required");
+  if (o.warmup < 0 || o.iterations < 1 || o.passes < 1 || !(o.timeout_seconds > 0)) {
+    throw Error("collective sweep: warmup >= 0, iterations >= 1, passes >= 1 and a positive timeout are required");
   }
 }
 
@@ -221,18 +222,38 @@ std::vector<CommSweepCurve> sweep_collectives(RankHandle& h, const CommSweepOpti
     for (int size : communicator_sizes(h.world())) {
       const SplitComm comm(h.comms(), size, options.timeout_seconds);
       const Target t{comm.get(), size, h.rank() % size, stream.get(), a.as<char>(), b.as<char>()};
-      for (OpKind kind : kinds) {
-        CommSweepCurve c;
-        c.kind = kind;
+      // The points of every kind (what each call moves), then `passes` sweeps over all of them:
+      // a pass takes seconds, so a host or NVLink hiccup of a few hundred milliseconds spoils
+      // neighbouring points of one pass only, and the median over passes drops it (a one-pass
+      // 1 x H100 sweep read 36-47 us for 1-16 MiB one-rank reduce-scatters that took 6 us on
+      // other leases and in the same lease's steps, reports/sim-validation.md).
+      std::vector<CommSweepCurve> group(kinds.size());
+      for (std::size_t k = 0; k < kinds.size(); ++k) {
+        CommSweepCurve& c = group[k];
+        c.kind = kinds[k];
         c.ranks = size;
         c.communicators = h.world() / size;
-        std::vector<double> mine;
         for (std::size_t bytes : sizes) {
-          const std::size_t moved = part_bytes(kind, bytes, size);
+          const std::size_t moved = part_bytes(c.kind, bytes, size);
           if (moved == 0 || (!c.points.empty() && moved <= c.points.back().bytes)) continue;
-          mine.push_back(time_point(t, kind, moved, h, options, events));
           c.points.push_back({static_cast<double>(moved), static_cast<std::int64_t>(moved / kElementBytes), 0, false});
         }
+      }
+      // samples[k][i]: this rank's seconds per call of kind k's point i, one per pass.
+      std::vector<std::vector<std::vector<double>>> samples(kinds.size());
+      for (std::size_t k = 0; k < kinds.size(); ++k) samples[k].resize(group[k].points.size());
+      for (int pass = 0; pass < options.passes; ++pass) {
+        for (std::size_t k = 0; k < kinds.size(); ++k) {
+          for (std::size_t i = 0; i < group[k].points.size(); ++i) {
+            const auto moved = static_cast<std::size_t>(group[k].points[i].bytes);
+            samples[k][i].push_back(time_point(t, kinds[k], moved, h, options, events));
+          }
+        }
+      }
+      for (std::size_t k = 0; k < kinds.size(); ++k) {
+        CommSweepCurve& c = group[k];
+        std::vector<double> mine;
+        for (const std::vector<double>& s : samples[k]) mine.push_back(median(s));
         // nccl-tests' time is the slowest rank's: every group's every member, since they ran at once.
         const std::vector<double> all = h.all_gather(mine);
         for (std::size_t i = 0; i < c.points.size(); ++i) {

@@ -22,13 +22,16 @@ struct CommSweepOptions {
   // Timed calls per point up to 64 MiB; above, fewer in proportion to the size (at least 5),
   // so the 1 GiB points do not dominate the sweep.
   int iterations = 20;
+  // Sweeps over every kind and size; each point is the median of its passes (one pass is one
+  // timed loop of `iterations` calls per point).
+  int passes = 3;
   double timeout_seconds = 300;  // one point may take this long before the job aborts
 };
 
 struct CommSweepPoint {
   double bytes = 0;          // nccl-tests "size" actually moved (a multiple of the part count)
   std::int64_t count = 0;    // bf16 elements in `bytes`
-  double seconds = 0;        // one call: the max over ranks of each rank's median
+  double seconds = 0;        // one call: the max over ranks of each rank's median over passes
   // Below what CUDA events resolve (about 0.5 us): a call that enqueues no GPU work at all
   // (NCCL on a one-rank communicator, in place). Recorded as kEventResolutionSeconds (calibration
   // times must be > 0) and marked in the table.
