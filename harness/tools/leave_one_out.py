@@ -36,6 +36,7 @@ MACHINES = {
     "1xh100": ("scenarios/calibration/h100-sxm.yaml", "scenarios/validation/qwen2.5-3b-dmuon-1xh100.yaml"),
     "2xh200": ("scenarios/calibration/h200.yaml", "scenarios/validation/qwen2.5-3b-dmuon-2xh200.yaml"),
     "1xh200": ("scenarios/calibration/h200-x1.yaml", "scenarios/validation/qwen2.5-3b-dmuon-1xh200.yaml"),
+    "2xh100": ("scenarios/calibration/h100-sxm-x2.yaml", "scenarios/validation/qwen2.5-3b-dmuon-2xh100.yaml"),
 }
 CALIBRATION_MODEL = "qwen2.5-3b"
 
