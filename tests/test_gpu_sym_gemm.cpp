@@ -10,9 +10,13 @@
 #include <random>
 #include <vector>
 
+#include <cuda_runtime_api.h>
+
 #include "catch_compat.hpp"
 #include "gpu_skip.hpp"
 #include "kernels/cuda/device_buffer.hpp"
+#include "kernels/cuda/lt_gemm.hpp"
+#include "kernels/cuda/ns_program.hpp"
 #include "kernels/cuda/sym_gemm_sm90.hpp"
 
 using namespace dmuon;
@@ -207,4 +211,26 @@ TEST_CASE("sm_90a X X^T refuses what TMA cannot address", "[gpu]") {
   CHECK(cuda::sym_gemm_sm90_unsupported(p).find("overlaps") != std::string::npos);
   p.k = 12;
   CHECK(cuda::sym_gemm_sm90_unsupported(p).find("multiple of 8") != std::string::npos);
+}
+
+// The kernel reads rows of X: enqueue_gram (the benchmark's entry, without the engine's
+// ns_impl_supported check) refuses a tall input's column-major memory by name instead of
+// returning the rows of another product.
+TEST_CASE("enqueue_gram refuses a tall input on the sm_90a kernel", "[gpu]") {
+  if (skip_without_gpu()) return;
+  const std::string why = cuda::sym_xxt_sm90_unsupported(64, 256, DType::bf16, reinterpret_cast<void*>(256));
+  if (!why.empty()) return dmuon::test::skip_test("enqueue_gram on sm_90a", why);
+  cuda::LtGemm gemm;
+  const cuda::NsGeometry tall = cuda::geometry_of(256, 64, 1);
+  REQUIRE(tall.x_column_major);
+  cuda::DeviceBuffer x(256 * 64 * 2, "X"), s(64 * 64 * 2, "S");
+  for (cuda::NsImpl impl : {cuda::NsImpl::symmetric_sm90, cuda::NsImpl::gram_sm90}) {
+    CHECK_THROWS_WITH(cuda::enqueue_gram(gemm, nullptr, impl, tall, x.get(), s.get(), DType::bf16),
+                      Catch::Contains("a tall input (256 x 64"));
+  }
+  // The wide orientation of the same shape is taken (64 x 256: memory holds X row-major).
+  const cuda::NsGeometry wide = cuda::geometry_of(64, 256, 1);
+  REQUIRE_FALSE(wide.x_column_major);
+  CHECK_NOTHROW(cuda::enqueue_gram(gemm, nullptr, cuda::NsImpl::symmetric_sm90, wide, x.get(), s.get(), DType::bf16));
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);
 }

@@ -13,7 +13,7 @@ namespace dmuon {
 //  - in each of those (m, n), linear in log2 batch between its two measured batches around it
 //    (clamped to that shape's first / last batch).
 // Why logs: GEMM efficiency grows per doubling of a dimension (tiles filling SMs) and the
-// calibration grid is in powers of two. Why batch innermost: a batch adds output tiles (m x m
+// calibration grid is in powers of two (half octaves of m from 1024). Why batch innermost: a batch adds output tiles (m x m
 // per matrix) while a longer n only lengthens the reduction, so they do not trade one for
 // one, and a grid measures many batches for small shapes and few for large ones; a batch
 // surface shared across m would price a large matrix's batch from small matrices (the first

@@ -1,6 +1,7 @@
 #include "kernels/cuda/ns_program.hpp"
 
 #include <algorithm>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -50,7 +51,16 @@ SymProduct square_product(const NsGeometry& g, DType dtype, const void* A, const
 // S = X X^T with the symmetric mode's savings, S complete (both triangles) afterwards.
 void gram_product(Ops& ops, SymMode mode, const NsGeometry& g, const void* X, void* S, cudaStream_t stream) {
   if (mode == SymMode::full) return ops.gram(X, S);
-  if (mode == SymMode::sm90) return launch_sym_xxt_sm90(X, g.m, g.n, g.batch, ops.dtype(), S, stream);
+  if (mode == SymMode::sm90) {
+    // The kernel reads rows of X, so memory must hold X row-major (the wide orientation). The
+    // program never asks otherwise (ns_impl_supported, and gram_sm90 normalises a tall input
+    // transposed first); enqueue_gram's callers are told here instead of getting X^T X's rows.
+    if (g.x_column_major) {
+      throw Error("X X^T on the sm_90a kernel: a tall input (" + std::to_string(g.n) + " x " + std::to_string(g.m) +
+                  ", memory holding X column-major) cannot be read; pass the wide orientation");
+    }
+    return launch_sym_xxt_sm90(X, g.m, g.n, g.batch, ops.dtype(), S, stream);
+  }
   if (mode == SymMode::lt_fill) {
     ops.gram(X, S, true);
   } else {
