@@ -1,6 +1,5 @@
 #include "harness/dmuon_bench_sym_gemm.hpp"
 
-#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -12,18 +11,13 @@
 
 #include "core/error.hpp"
 #include "harness/bench/kernel_shapes.hpp"
+#include "harness/bench/sym_kernel_rates.hpp"
 #include "kernels/cuda/sym_gemm_timing.hpp"
 
 namespace dmuon::bench {
 namespace {
 
 namespace po = boost::program_options;
-
-std::string cell(double ms) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.3f", ms);
-  return ms < 0 ? "n/a" : b;
-}
 
 // Flops of the full product (2 m^2 n per matrix), the one both ratios are counted against.
 double full_tflops(const cuda::SymGemmTiming& t, double ms) { return 2.0 * t.m * t.m * t.n * t.batch / (ms * 1e-3) / 1e12; }
@@ -34,16 +28,16 @@ std::string table(const std::vector<cuda::SymGemmTiming>& rows, DType dtype) {
        "sm90 / full | blocks / full | full-GEMM-equivalent TFLOP/s (sm90, full) | rel diff sm90 vs full | unwritten |\n"
     << "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
   for (const auto& t : rows) {
-    const double s = std::min(t.sm90_ms[0], t.sm90_ms[1]), f = std::min(t.full_ms[0], t.full_ms[1]),
-                 b = std::min(t.blocks_ms[0], t.blocks_ms[1]);
+    const double s = cuda::faster_round(t.sm90_ms), f = cuda::faster_round(t.full_ms),
+                 b = cuda::faster_round(t.blocks_ms);
     char ratio[64], tf[64];
     std::snprintf(ratio, sizeof ratio, "%.3f | %.3f", s > 0 ? s / f : -1.0, b / f);
     std::snprintf(tf, sizeof tf, "%.0f, %.0f", s > 0 ? full_tflops(t, s) : 0.0, full_tflops(t, f));
     char diff[32];
     std::snprintf(diff, sizeof diff, "%.2e", t.rel_diff);
-    o << "| " << t.m << "x" << t.n << " | " << t.batch << " | " << cell(t.sm90_ms[0]) << " / " << cell(t.sm90_ms[1])
-      << " | " << cell(t.full_ms[0]) << " / " << cell(t.full_ms[1]) << " | " << cell(t.blocks_ms[0]) << " / "
-      << cell(t.blocks_ms[1]) << " | " << ratio << " | " << tf << " | " << diff << " | " << t.nonfinite << " |"
+    o << "| " << t.m << "x" << t.n << " | " << t.batch << " | " << ms_cell(t.sm90_ms[0]) << " / " << ms_cell(t.sm90_ms[1])
+      << " | " << ms_cell(t.full_ms[0]) << " / " << ms_cell(t.full_ms[1]) << " | " << ms_cell(t.blocks_ms[0]) << " / "
+      << ms_cell(t.blocks_ms[1]) << " | " << ratio << " | " << tf << " | " << diff << " | " << t.nonfinite << " |"
       << (t.note.empty() ? "" : " " + t.note) << "\n";
   }
   o << "\nEach time: median of the timed calls, two rounds (round 1 / round 2; the ratios use each "
@@ -52,15 +46,14 @@ std::string table(const std::vector<cuda::SymGemmTiming>& rows, DType dtype) {
        "block rows + mirror ms | sm90 / full | blocks / full | rel diff sm90 vs full | non-finite |\n"
     << "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
   for (const auto& t : rows) {
-    const double s = std::min(t.square_sm90_ms[0], t.square_sm90_ms[1]),
-                 f = std::min(t.square_full_ms[0], t.square_full_ms[1]),
-                 b = std::min(t.square_blocks_ms[0], t.square_blocks_ms[1]);
+    const double s = cuda::faster_round(t.square_sm90_ms), f = cuda::faster_round(t.square_full_ms),
+                 b = cuda::faster_round(t.square_blocks_ms);
     char line[160];
     std::snprintf(line, sizeof line, "%.3f | %.3f | %.2e | %ld", s > 0 ? s / f : -1.0, b / f, t.square_rel_diff,
                   t.square_nonfinite);
-    o << "| " << t.m << "x" << t.m << " (X " << t.m << "x" << t.n << ") | " << t.batch << " | " << cell(t.square_sm90_ms[0]) << " / "
-      << cell(t.square_sm90_ms[1]) << " | " << cell(t.square_full_ms[0]) << " / " << cell(t.square_full_ms[1]) << " | "
-      << cell(t.square_blocks_ms[0]) << " / " << cell(t.square_blocks_ms[1]) << " | " << line << " |\n";
+    o << "| " << t.m << "x" << t.m << " (X " << t.m << "x" << t.n << ") | " << t.batch << " | " << ms_cell(t.square_sm90_ms[0]) << " / "
+      << ms_cell(t.square_sm90_ms[1]) << " | " << ms_cell(t.square_full_ms[0]) << " / " << ms_cell(t.square_full_ms[1]) << " | "
+      << ms_cell(t.square_blocks_ms[0]) << " / " << ms_cell(t.square_blocks_ms[1]) << " | " << line << " |\n";
   }
   o << "\nA is X X^T of the row's X refilled at N(0, 1/n) (A^2 stays finite in fp16); b, c are Keller's "
        "(-4.7750, 2.0315).\n";

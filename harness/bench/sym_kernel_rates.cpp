@@ -9,16 +9,12 @@
 #include "kernels/cuda/sym_gemm_timing.hpp"
 
 namespace dmuon::bench {
-namespace {
 
-// A time in ms or a ratio, three decimals; negative (the kernel unavailable): n/a.
-std::string cell(double v) {
+std::string ms_cell(double v) {
   char b[32];
   std::snprintf(b, sizeof b, "%.3f", v);
   return v < 0 ? "n/a" : b;
 }
-
-}  // namespace
 
 std::vector<SymKernelRate> measure_sym_kernel_rates(const std::vector<BenchShape>& shapes,
                                                     const std::vector<DType>& dtypes, int warmup, int repeats) {
@@ -34,11 +30,10 @@ std::vector<SymKernelRate> measure_sym_kernel_rates(const std::vector<BenchShape
       r.n = n;
       r.dtype = t;
       r.note = g.note;
-      auto best = [](const double (&v)[2]) { return std::min(v[0], v[1]); };
-      r.xxt_full_ms = best(g.full_ms);
-      r.square_full_ms = best(g.square_full_ms);
-      if (g.sm90_ms[0] > 0) r.xxt_sm90_ms = best(g.sm90_ms);
-      if (g.square_sm90_ms[0] > 0) r.square_sm90_ms = best(g.square_sm90_ms);
+      r.xxt_full_ms = cuda::faster_round(g.full_ms);
+      r.square_full_ms = cuda::faster_round(g.square_full_ms);
+      if (g.sm90_ms[0] > 0) r.xxt_sm90_ms = cuda::faster_round(g.sm90_ms);
+      if (g.square_sm90_ms[0] > 0) r.square_sm90_ms = cuda::faster_round(g.square_sm90_ms);
       out.push_back(r);
     }
   }
@@ -57,9 +52,9 @@ std::string sym_kernel_rates_markdown(const std::vector<SymKernelRate>& rates) {
      << "| X | dtype | X X^T sm90 ms | X X^T cuBLAS ms | ratio | B sm90 ms | B cuBLAS ms | ratio |\n"
      << "| --- | --- | --- | --- | --- | --- | --- | --- |\n";
   for (const auto& r : rates) {
-    md << "| " << r.m << "x" << r.n << " | " << to_string(r.dtype) << " | " << cell(r.xxt_sm90_ms) << " | "
-       << cell(r.xxt_full_ms) << " | " << cell(r.xxt_ratio()) << " | " << cell(r.square_sm90_ms) << " | "
-       << cell(r.square_full_ms) << " | " << cell(r.square_ratio()) << " |" << (r.note.empty() ? "" : " " + r.note)
+    md << "| " << r.m << "x" << r.n << " | " << to_string(r.dtype) << " | " << ms_cell(r.xxt_sm90_ms) << " | "
+       << ms_cell(r.xxt_full_ms) << " | " << ms_cell(r.xxt_ratio()) << " | " << ms_cell(r.square_sm90_ms) << " | "
+       << ms_cell(r.square_full_ms) << " | " << ms_cell(r.square_ratio()) << " |" << (r.note.empty() ? "" : " " + r.note)
        << "\n";
   }
   return md.str() + "\n";

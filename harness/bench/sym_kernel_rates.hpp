@@ -26,6 +26,8 @@ struct SymKernelRate {
 // One row per distinct (min, max) of `shapes` and dtype.
 std::vector<SymKernelRate> measure_sym_kernel_rates(const std::vector<BenchShape>& shapes,
                                                     const std::vector<DType>& dtypes, int warmup, int repeats);
+// A time in ms or a ratio to three decimals; negative (the kernel unavailable): n/a.
+std::string ms_cell(double v);
 std::string sym_kernel_rates_markdown(const std::vector<SymKernelRate>& rates);
 nlohmann::json sym_kernel_rates_json(const std::vector<SymKernelRate>& rates);
 

@@ -4,6 +4,7 @@
 // B = c A A + b A (A symmetric m x m; the kernel with b A fused in its epilogue, cuBLAS with it
 // as beta). Used by `dmuon-bench sym-gemm`.
 #pragma once
+#include <algorithm>
 #include <string>
 
 #include "core/optimizer/dtype.hpp"
@@ -24,6 +25,9 @@ struct SymGemmTiming {
   double square_rel_diff = 0;        // ||B_sm90 - B_full||_F / ||B_full||_F
   long square_nonfinite = 0;
 };
+
+// A method's faster round, what every ratio of these timings uses; < 0 stays < 0 (unavailable).
+inline double faster_round(const double (&ms)[2]) { return std::min(ms[0], ms[1]); }
 
 SymGemmTiming time_sym_gemm(long m, long n, int batch, DType dtype, int warmup, int repeats);
 
