@@ -43,7 +43,6 @@ struct Args {
   long gemm_size = 8192;
   std::size_t max_collective_bytes = kGiB, max_elementwise_bytes = kGiB;
   int collective_iterations = 20, collective_warmup = 5, collective_passes = 3;
-  double collective_warm_ms = 20;
   double timeout_seconds = 300;
   bool print_ns_calls = false;
   std::string command;
@@ -80,8 +79,6 @@ bool parse(int argc, char** argv, Args& a) {
       ("collective-warmup", po::value(&a.collective_warmup)->default_value(a.collective_warmup), "untimed calls first")
       ("collective-passes", po::value(&a.collective_passes)->default_value(a.collective_passes),
        "sweeps over all collective points; each point is the median of its passes")
-      ("collective-warm-ms", po::value(&a.collective_warm_ms)->default_value(a.collective_warm_ms),
-       "milliseconds of a busy kernel on every SM before each collective point (0: none)")
       ("timeout", po::value(&a.timeout_seconds)->default_value(a.timeout_seconds),
        "seconds NCCL set-up or one collective point may take before the job aborts")
       ("print-ns-calls", po::bool_switch(&a.print_ns_calls), "print the Newton-Schulz calls it would time and exit (no GPU)");
@@ -106,9 +103,6 @@ void check_numbers(const Args& a) {
     throw Error("--max-elementwise-bytes: must be >= 4096, got " + std::to_string(a.max_elementwise_bytes));
   }
   if (a.collective_passes < 1) throw Error("--collective-passes must be >= 1, got " + std::to_string(a.collective_passes));
-  if (!(a.collective_warm_ms >= 0) || a.collective_warm_ms > 10000) {
-    throw Error("--collective-warm-ms: expected milliseconds in [0, 10000], got " + std::to_string(a.collective_warm_ms));
-  }
   if (a.collective_iterations < 1 || a.collective_warmup < 0) {
     throw Error("--collective-iterations must be >= 1 and --collective-warmup >= 0");
   }
@@ -202,7 +196,6 @@ std::vector<exec::CommSweepCurve> measure_collectives(const Args& a, const Scena
   o.iterations = a.collective_iterations;
   o.warmup = a.collective_warmup;
   o.passes = a.collective_passes;
-  o.warm_seconds = a.collective_warm_ms * 1e-3;
   o.timeout_seconds = a.timeout_seconds;
   exec::LaunchOptions lo;
   lo.launcher = exec::Launcher::threads;  // one process, one thread a GPU, as dmuon-bench step on one host

@@ -18,7 +18,6 @@
 #include "kernels/cuda/cuda_events.hpp"
 #include "kernels/cuda/owned_stream.hpp"
 #include "kernels/cuda/device_buffer.hpp"
-#include "kernels/cuda/gpu_busy.hpp"
 
 namespace dmuon::exec {
 namespace {
@@ -146,12 +145,6 @@ double time_point(const Target& t, OpKind kind, std::size_t bytes, RankHandle& h
   const int iterations = iterations_at(bytes, o);
   const int warmup = bytes > (std::size_t{64} << 20) ? std::min(o.warmup, 2) : o.warmup;
   try {
-    if (o.warm_seconds > 0) {
-      // Synchronised: queued behind the busy kernel, the timed calls would run at the GPU's pace
-      // with the host's enqueue cost hidden, which is what a small call costs a step.
-      DMUON_CUDA_CHECK(cuda::launch_busy(o.warm_seconds, t.stream));
-      DMUON_CUDA_CHECK(cudaStreamSynchronize(t.stream));
-    }
     for (int i = 0; i < warmup; ++i) launch(t, kind, bytes);
     DMUON_CUDA_CHECK(cudaEventRecord(events[0], t.stream));
     for (int i = 0; i < iterations; ++i) launch(t, kind, bytes);
@@ -175,9 +168,8 @@ void validate(const CommSweepOptions& o) {
   if (o.min_bytes < 64 || o.max_bytes < o.min_bytes) {
     throw Error("collective sweep: sizes must satisfy 64 <= min_bytes <= max_bytes");
   }
-  if (o.warmup < 0 || o.iterations < 1 || o.passes < 1 || !(o.timeout_seconds > 0) || !(o.warm_seconds >= 0)) {
-    throw Error("collective sweep: warmup >= 0, iterations >= 1, passes >= 1, warm_seconds >= 0 and a positive "
-                "timeout are required");
+  if (o.warmup < 0 || o.iterations < 1 || o.passes < 1 || !(o.timeout_seconds > 0)) {
+    throw Error("collective sweep: warmup >= 0, iterations >= 1, passes >= 1 and a positive timeout are required");
   }
 }
 

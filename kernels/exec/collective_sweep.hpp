@@ -25,10 +25,6 @@ struct CommSweepOptions {
   // Sweeps over every kind and size; each point is the median of its passes (one pass is one
   // timed loop of `iterations` calls per point).
   int passes = 3;
-  // Before each point's warm-up calls: every SM busy this long, then a stream sync, so the point
-  // starts with the clocks a step's collectives see (they run between GEMMs) and not those of a GPU
-  // left idle by the previous points (a one-rank all-gather enqueues nothing). 0: no busy kernel.
-  double warm_seconds = 0;
   double timeout_seconds = 300;  // one point may take this long before the job aborts
 };
 
