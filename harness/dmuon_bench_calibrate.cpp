@@ -217,6 +217,10 @@ std::vector<exec::CommSweepCurve> measure_collectives(const Args& a, const Scena
                   << beside->all_gathers << " all-gathers of " << beside->all_gather_bytes << " bytes (rank 0, medians of "
                   << beside->repetitions << "); slowdown " << beside->slowdown << " (mean over ranks)"
                   << (beside->slowdown < 0 ? ": faster beside NCCL, recorded as 0" : "") << std::endl;
+        std::cerr << "  NCCL beside compute: " << beside->collective_calls << " all-gathers "
+                  << beside->collective_alone_seconds * 1e3 << " ms alone, " << beside->collective_beside_seconds * 1e3
+                  << " ms beside GEMMs (rank 0, medians); slowdown " << beside->collective_slowdown << " (mean over ranks)"
+                  << (beside->collective_slowdown < 0 ? ": faster beside compute, recorded as 0" : "") << std::endl;
       }
       curves = std::move(mine);
       *probe = p;
@@ -278,6 +282,9 @@ void print_summary(const CalibrationTable& t, const std::string& out) {
             << ", compute beside NCCL "
             << (t.compute_slowdown_beside_nccl ? std::to_string(*t.compute_slowdown_beside_nccl) + " slower"
                                                : std::string("not measured (one GPU)"))
+            << ", NCCL beside compute "
+            << (t.collective_slowdown_beside_compute ? std::to_string(*t.collective_slowdown_beside_compute) + " slower"
+                                                     : std::string("not measured (one GPU)"))
             << "\n  elementwise (GB/s at the largest size): momentum "
             << t.elementwise.momentum_GBps.value_or(0) << ", update " << t.elementwise.update_GBps.value_or(0)
             << ", adamw " << t.elementwise.adamw_GBps.value_or(0) << "\n  Newton-Schulz: " << t.ns.size()
@@ -329,7 +336,10 @@ CalibrationTable run(const Args& a, const Inputs& in, int* argc, char*** argv) {
     t.collectives.push_back(std::move(cc));
   }
   t.executor_issue_us = probe.issue_seconds * 1e6;
-  if (contention) t.compute_slowdown_beside_nccl = std::max(0.0, contention->slowdown);
+  if (contention) {
+    t.compute_slowdown_beside_nccl = std::max(0.0, contention->slowdown);
+    t.collective_slowdown_beside_compute = std::max(0.0, contention->collective_slowdown);
+  }
   // The Plan the probe ran (planned again, deterministically), priced by both setters.
   const int world = static_cast<int>(devices.size());
   const StepPlan probe_plan = bench::step_probe_plan(in.scenario, world);

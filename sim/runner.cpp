@@ -164,6 +164,7 @@ void Runner::stream_actor(int rank, int stream, const std::vector<int>& ops) {
   RankSync& rs = ranks_[static_cast<std::size_t>(rank)];
   const bool host = prog_.issue_s_per_launch.has_value();
   const bool slowed = contended();
+  const bool stretches = collective_slowdown() > 0;
   for (int i : ops) {
     const SimOp& op = prog_.ranks[static_cast<std::size_t>(rank)][static_cast<std::size_t>(i)];
     if (reference_) {
@@ -181,16 +182,35 @@ void Runner::stream_actor(int rank, int stream, const std::vector<int>& ops) {
       arrive(op.collective);
       if (nccl) nccl_leaves(rank);
       rs.start[k] = std::max(rs.start[k], colls_[static_cast<std::size_t>(op.collective)].start);
-    } else if (op.seconds > 0 && slowed) {
-      rs.slowed[k] = run_contended(rank, op.seconds) - op.seconds;
     } else if (op.seconds > 0) {
-      sg4::this_actor::sleep_for(op.seconds);
+      if (stretches) compute_starts(rank);
+      if (slowed) {
+        rs.slowed[k] = run_contended(rank, op.seconds) - op.seconds;
+      } else {
+        sg4::this_actor::sleep_for(op.seconds);
+      }
+      if (stretches) compute_ends(rank);
     }
     if (host) rs.host_wait[k] += sleep_until(origin_s + op.issued_end_s);
     rs.end[k] = sg4::Engine::get_clock();
     op_done(rank, stream, k);
     if (host && op.issue_clock == 0) pass_barrier();
   }
+}
+
+void Runner::compute_starts(int rank) {
+  RankSync& rs = ranks_[static_cast<std::size_t>(rank)];
+  if (rs.computing++ == 0) rs.computing_since = sg4::Engine::get_clock();
+}
+
+void Runner::compute_ends(int rank) {
+  RankSync& rs = ranks_[static_cast<std::size_t>(rank)];
+  if (--rs.computing == 0) rs.compute_busy_s += sg4::Engine::get_clock() - rs.computing_since;
+}
+
+double Runner::compute_busy_until_now(int rank) const {
+  const RankSync& rs = ranks_[static_cast<std::size_t>(rank)];
+  return rs.compute_busy_s + (rs.computing > 0 ? sg4::Engine::get_clock() - rs.computing_since : 0);
 }
 
 void Runner::nccl_enters(int rank) {

@@ -37,6 +37,10 @@ struct RankSync {
   std::vector<double> slowed;  // per op: seconds its compute took beyond op.seconds (sized when contended)
   sg4::MutexPtr nccl_mutex;
   sg4::ConditionVariablePtr nccl_changed;
+  // NCCL beside compute (StepProgram::collective_slowdown_beside_compute): compute ops running on
+  // this rank now, and the seconds at least one ran before `computing_since`.
+  int computing = 0;
+  double compute_busy_s = 0, computing_since = 0;
 };
 
 struct CollectiveSync {
@@ -77,6 +81,12 @@ class Runner {
   double run_contended(int rank, double seconds);
   // Compute beside NCCL is on: a slowdown above 0 (0 or none: compute ignores collectives).
   bool contended() const { return prog_.compute_slowdown_beside_nccl.value_or(0) > 0; }
+  // NCCL beside compute: a collective of several GPUs takes this many extra seconds per second of
+  // its transfer during which a member computed (0: collectives ignore compute).
+  double collective_slowdown() const { return prog_.collective_slowdown_beside_compute.value_or(0); }
+  void compute_starts(int rank);
+  void compute_ends(int rank);
+  double compute_busy_until_now(int rank) const;
   // Host issue model (StepProgram::issue_s_per_launch): the origin of an op's issue clock (1:
   // once every clock-0 op of every rank is done, as the benchmark's barrier between its runs).
   double clock_origin(int issue_clock);

@@ -1,5 +1,6 @@
 // How the runner executes a collective: the last member to arrive runs its schedule (planned
 // once per call shape, collective_schedule.hpp) as flows or as one parallel task.
+#include <algorithm>
 #include <cmath>
 
 #include "sim/measured_collectives.hpp"
@@ -44,6 +45,13 @@ void Runner::execute(int c, CollectiveSync& cs) {
   const CollectiveSchedule& s = p.schedule;
   cs.algorithm = s.algorithm;
   cs.start = sg4::Engine::get_clock();
+  // NCCL beside compute: each member's compute-busy seconds so far, to know how much of the
+  // transfer ran beside compute.
+  const double stretch = sc.call.members.size() > 1 ? collective_slowdown() : 0;
+  std::vector<double> busy_before;
+  if (stretch > 0) {
+    for (int m : sc.call.members) busy_before.push_back(compute_busy_until_now(m));
+  }
   if (sc.call.members.size() == 1) {
     cs.algorithm = "local";
     if (sc.local_seconds > 0) sg4::this_actor::sleep_for(sc.local_seconds);
@@ -63,6 +71,16 @@ void Runner::execute(int c, CollectiveSync& cs) {
     } else {
       run_fast(p.summary, true);
     }
+  }
+  // NCCL beside compute: every second of the transfer during which a member computed costs
+  // `stretch` more (the probe's all-gathers beside GEMMs; the busiest member counts, the others
+  // wait for it). The extra time is spent in flight, so compute beside it stays slowed.
+  if (stretch > 0) {
+    double overlap = 0;
+    for (std::size_t i = 0; i < busy_before.size(); ++i) {
+      overlap = std::max(overlap, compute_busy_until_now(sc.call.members[i]) - busy_before[i]);
+    }
+    if (overlap > 0) sg4::this_actor::sleep_for(stretch * overlap);
   }
   // The members' copies into and out of a packed call's staging buffer, on the same stream.
   if (sc.pack_seconds > 0) sg4::this_actor::sleep_for(sc.pack_seconds);

@@ -99,6 +99,11 @@ StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const R
     std::snprintf(note, sizeof note, "; compute x %.3g beside a collective of several GPUs (measured)", 1 + *slowdown);
     prog.optimizer_source += note;
   }
+  if (const auto slowdown = cost.collective_slowdown_beside_compute(); slowdown && *slowdown > 0) {
+    char note[128];
+    std::snprintf(note, sizeof note, "; collectives x %.3g beside compute (measured)", 1 + *slowdown);
+    prog.optimizer_source += note;
+  }
   // The host issue model, only with a measured cost per launch. Scenario mode (a real step) is
   // kept simple: one host issues the whole program in its order on one clock, never waiting for
   // the GPU, and forward/backward compute units cost it nothing (their kernels' launch cost is
@@ -106,6 +111,7 @@ StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const R
   const std::optional<double> issue_s = cost.executor_issue_seconds();
   prog.issue_s_per_launch = issue_s;
   prog.compute_slowdown_beside_nccl = cost.compute_slowdown_beside_nccl();
+  prog.collective_slowdown_beside_compute = cost.collective_slowdown_beside_compute();
   for (bool merge : {true, false}) {
     prog.ranks.clear();
     prog.collectives.clear();

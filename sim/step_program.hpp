@@ -126,6 +126,11 @@ struct StepProgram {
   // so the same slowdown while a kernel waits is assumed), that rank's compute runs 1 + this
   // times slower. Unset or 0: compute ignores collectives.
   std::optional<double> compute_slowdown_beside_nccl;
+  // NCCL beside compute (the calibration's collective_slowdown_beside_compute): a collective of
+  // several GPUs takes this many extra seconds for every second of its transfer during which one
+  // of its members ran compute (NCCL's kernels share SMs and memory bandwidth with it). Unset or
+  // 0: collectives ignore compute.
+  std::optional<double> collective_slowdown_beside_compute;
 };
 
 struct ProgramOptions {

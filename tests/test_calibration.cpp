@@ -158,6 +158,7 @@ TEST_CASE("v1 calibration files still load; save -> load is exact", "[calibratio
   t.adamw_fused_issue_us = 2.0 + 0.1 + 0.2;
   t.adamw_fused_vs_curve = 1.0 + 0.1 + 0.2;
   t.compute_slowdown_beside_nccl = 0.1 + 0.2;
+  t.collective_slowdown_beside_compute = 0.7 + 0.1;
   t.collectives[0].curve.points[0].second = 0.1 + 0.2;
   t.forward_backward->layers[0].backward_s = std::nextafter(0.004, 1.0);
   t.forward_backward->layers.push_back({"qwen2.5-3b", "embedding", 2, 2048, 1e-4, 3e-4});
@@ -344,4 +345,19 @@ TEST_CASE("compute_slowdown_beside_nccl: read, checked, none without it", "[cali
   auto t = parse_text(with);
   t.compute_slowdown_beside_nccl = std::numeric_limits<double>::infinity();
   CHECK_THROWS_WITH(CostModel(h200(), t), Catch::Contains("compute_slowdown_beside_nccl must be >= 0"));
+}
+
+TEST_CASE("collective_slowdown_beside_compute: read, checked, none without it", "[calibration]") {
+  const std::string with =
+      replaced(kV2, "launch_overhead_us: 2.5", "launch_overhead_us: 2.5\ncollective_slowdown_beside_compute: 0.8");
+  CHECK(CostModel(h200(), parse_text(with)).collective_slowdown_beside_compute() == 0.8);
+  CHECK_FALSE(CostModel(h200(), parse_text(kV2)).collective_slowdown_beside_compute().has_value());
+  CHECK_FALSE(CostModel(h200()).collective_slowdown_beside_compute().has_value());
+  CHECK_THROWS_WITH(parse_text(replaced(with, "compute: 0.8", "compute: -0.5")),
+                    Catch::Contains("collective_slowdown_beside_compute: must be >= 0"));
+  CHECK_THROWS_WITH(parse_text(replaced(with, "compute: 0.8", "compute: fast")),
+                    Catch::Contains("collective_slowdown_beside_compute"));
+  auto t = parse_text(with);
+  t.collective_slowdown_beside_compute = std::numeric_limits<double>::quiet_NaN();
+  CHECK_THROWS_WITH(CostModel(h200(), t), Catch::Contains("collective_slowdown_beside_compute must be >= 0"));
 }

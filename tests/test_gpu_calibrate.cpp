@@ -61,11 +61,16 @@ TEST_CASE("a tiny calibrate writes a file that loads back with growing curves", 
   // Several GPUs: compute beside NCCL measured, a fraction within reason; one GPU: none.
   if (t.machine.rfind("1 x ", 0) == 0) {
     CHECK_FALSE(t.compute_slowdown_beside_nccl.has_value());
+    CHECK_FALSE(t.collective_slowdown_beside_compute.has_value());
   } else {
     REQUIRE(t.compute_slowdown_beside_nccl.has_value());
     CHECK(*t.compute_slowdown_beside_nccl >= 0);
     CHECK(*t.compute_slowdown_beside_nccl < 2);
     CHECK(o.output.find("compute beside NCCL: 100 GEMMs") != std::string::npos);
+    REQUIRE(t.collective_slowdown_beside_compute.has_value());
+    CHECK(*t.collective_slowdown_beside_compute >= 0);
+    CHECK(*t.collective_slowdown_beside_compute < 4);  // the probe's GEMM loop covers up to 4 x
+    CHECK(o.output.find("NCCL beside compute: ") != std::string::npos);
   }
   // Scenario calls (dmuon preset: Gram fp16) and the small grid for both kernel families.
   bool gram = false, standard = false;

@@ -133,3 +133,58 @@ training: {seq_len: 128, micro_batch: 1, fwd_bwd_seconds: 0.01}
   CHECK_FALSE(without.compute_slowdown_beside_nccl.has_value());
   CHECK(without.optimizer_source.find("beside a collective") == std::string::npos);
 }
+
+TEST_CASE("a collective slows by the measured factor for the part of it its members spend computing", "[sim][contention]") {
+  const auto with_stretch = [](sim::StepProgram p, std::optional<double> stretch) {
+    p.collective_slowdown_beside_compute = stretch;
+    return p;
+  };
+  // Both ranks: 3 ms of compute beside a 5 ms collective from t = 0. Stretch 1.0: the 3 ms of the
+  // transfer beside compute cost 3 ms more, the collective ends at 8 ms.
+  const auto beside = program({0.003, 0.003}, {0, 1}, {false, false}, std::nullopt);
+  CHECK(step_seconds(with_stretch(beside, 1.0), 2) == Approx(0.008).epsilon(1e-9));
+  CHECK(step_seconds(with_stretch(beside, 0.5), 2) == Approx(0.0065).epsilon(1e-9));
+  // Without the key, or with 0: 5 ms.
+  CHECK(step_seconds(with_stretch(beside, std::nullopt), 2) == Approx(0.005).epsilon(1e-9));
+  CHECK(step_seconds(with_stretch(beside, 0.0), 2) == Approx(0.005).epsilon(1e-9));
+  // Both directions: the compute runs at 1 / 1.25 beside the collective and takes 3.75 ms, all of
+  // it beside the transfer: 5 + 3.75 ms.
+  CHECK(step_seconds(with_stretch(program({0.003, 0.003}, {0, 1}, {false, false}, 0.25), 1.0), 2) ==
+        Approx(0.00875).epsilon(1e-9));
+  // The busiest member counts: rank 1 computes 1 ms, rank 0 3 ms: 5 + 3 ms.
+  CHECK(step_seconds(with_stretch(program({0.003, 0.001}, {0, 1}, {false, false}, std::nullopt), 1.0), 2) ==
+        Approx(0.008).epsilon(1e-9));
+  // A collective after its members' compute runs alone: 3 + 5 ms.
+  CHECK(step_seconds(with_stretch(program({0.003, 0.003}, {0, 1}, {true, true}, std::nullopt), 1.0), 2) ==
+        Approx(0.008).epsilon(1e-9));
+  CHECK(step_seconds(with_stretch(program({0.003, 0.003}, {0, 1}, {true, true}, std::nullopt), 3.0), 2) ==
+        Approx(0.008).epsilon(1e-9));
+  // A one-GPU collective is a local copy, not an NCCL kernel: 5 ms whatever the stretch.
+  CHECK(step_seconds(with_stretch(program({0.003}, {0}, {false}, std::nullopt), 1.0), 1) == Approx(0.005).epsilon(1e-9));
+}
+
+TEST_CASE("a step program carries the calibration's NCCL slowdown beside compute and says so", "[sim][contention]") {
+  const Scenario s = parse_scenario(R"(name: tiny
+model: {name: tiny, transformer: {hidden: 256, layers: 2, heads: 4, ffn: 512, vocab: 1000}}
+optimizer: {preset: torch}
+cluster: {nodes: 1, gpus_per_node: 2, gpu: h100-sxm, nvlink: {bw_GBps: 450, latency_us: 3}}
+training: {seq_len: 128, micro_batch: 1, fwd_bwd_seconds: 0.01}
+)",
+                                    "tiny.yaml");
+  CalibrationTable t;
+  t.gpu = "h100-sxm", t.gemm_tflops = 750, t.hbm_GBps = 3000;
+  const auto program = [&](std::optional<double> stretch) {
+    t.collective_slowdown_beside_compute = stretch;
+    const CostModel cost(device_profile("h100-sxm", "test"), t);
+    const Routing routing = route_parameters(s.model, s.routing);
+    const StepPlan sp = plan_step(s.model, routing, s.optimizer, Strategy::zero1_a2a, mesh_for_cluster(s.cluster), cost);
+    return sim::build_step_program(sp.plan, s.model, routing, s.optimizer, cost, s.training, {});
+  };
+  const auto with = program(0.8);
+  REQUIRE(with.collective_slowdown_beside_compute.has_value());
+  CHECK(*with.collective_slowdown_beside_compute == 0.8);
+  CHECK(with.optimizer_source.find("collectives x 1.8 beside compute (measured)") != std::string::npos);
+  const auto without = program(std::nullopt);
+  CHECK_FALSE(without.collective_slowdown_beside_compute.has_value());
+  CHECK(without.optimizer_source.find("beside compute") == std::string::npos);
+}

@@ -68,6 +68,9 @@ CostModel::CostModel(DeviceProfile device, std::optional<CalibrationTable> calib
   if (const auto& v = calibration_->compute_slowdown_beside_nccl; v && !(*v >= 0 && std::isfinite(*v))) {
     throw Error("calibration: compute_slowdown_beside_nccl must be >= 0, got " + std::to_string(*v));
   }
+  if (const auto& v = calibration_->collective_slowdown_beside_compute; v && !(*v >= 0 && std::isfinite(*v))) {
+    throw Error("calibration: collective_slowdown_beside_compute must be >= 0, got " + std::to_string(*v));
+  }
   const auto& curves = calibration_->collectives;
   for (std::size_t i = 0; i < curves.size(); ++i) {
     const auto& c = curves[i];
@@ -148,6 +151,11 @@ double CostModel::adamw_fused_issue_s() const {
 std::optional<double> CostModel::compute_slowdown_beside_nccl() const {
   if (!calibration_) return std::nullopt;
   return calibration_->compute_slowdown_beside_nccl;
+}
+
+std::optional<double> CostModel::collective_slowdown_beside_compute() const {
+  if (!calibration_) return std::nullopt;
+  return calibration_->collective_slowdown_beside_compute;
 }
 
 double CostModel::adamw_fused_vs_curve() const {

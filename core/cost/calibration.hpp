@@ -110,7 +110,7 @@ struct ForwardBackwardTable {
 //   commit: 73d22eb   date: "2026-11-23 11:02 UTC"   machine: "2 x NVIDIA H200 (driver ...)"
 //   launch_overhead_us: 2.1   executor_issue_us: 6.8   collective_step_overhead_us: 6.6
 //   local_collective_step_overhead_us: 1.2   adamw_fused_issue_us: 1.1   adamw_fused_vs_curve: 1.04
-//   compute_slowdown_beside_nccl: 0.12
+//   compute_slowdown_beside_nccl: 0.12   collective_slowdown_beside_compute: 0.8
 //   elementwise_curves: {momentum: [[bytes, seconds], ...], muon_update: [...], adamw: [...],
 //                        copy: [...]}
 //   collectives:                  # NCCL, one entry per (kind, ranks, nodes)
@@ -166,6 +166,9 @@ struct CalibrationTable {
   // loop timed alone and under an all-gather loop on the world communicator, data moving
   // throughout (kernels/exec/contention_probe.hpp). 0.12: 12% longer.
   std::optional<double> compute_slowdown_beside_nccl;
+  // The other direction, same probe: how much longer an all-gather loop on the world communicator
+  // takes while a bf16 GEMM loop runs beside it. 0.8: 80% longer.
+  std::optional<double> collective_slowdown_beside_compute;
   ElementwiseCurves elementwise_curves;       // key elementwise_curves
   std::vector<CollectiveCurve> collectives;   // key collectives
   std::optional<ForwardBackwardTable> forward_backward;  // key forward_backward
@@ -264,6 +267,8 @@ class CostModel {
   double adamw_fused_vs_curve() const;
   // compute_slowdown_beside_nccl; nullopt without one (compute then ignores collectives).
   std::optional<double> compute_slowdown_beside_nccl() const;
+  // collective_slowdown_beside_compute; nullopt without one (collectives then ignore compute).
+  std::optional<double> collective_slowdown_beside_compute() const;
 
   // Bytes one fused elementwise pass moves per step over `numel` elements, for a bf16 model
   // with fp32 master weights and fp32 optimizer state (DESIGN.md "Exact semantics").

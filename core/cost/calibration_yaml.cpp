@@ -226,7 +226,8 @@ void emit_provenance_and_curves(YAML::Emitter& out, const CalibrationTable& t) {
                                    {"local_collective_step_overhead_us", &t.local_collective_step_overhead_us},
                                    {"adamw_fused_issue_us", &t.adamw_fused_issue_us},
                                    {"adamw_fused_vs_curve", &t.adamw_fused_vs_curve},
-                                   {"compute_slowdown_beside_nccl", &t.compute_slowdown_beside_nccl}}) {
+                                   {"compute_slowdown_beside_nccl", &t.compute_slowdown_beside_nccl},
+                                   {"collective_slowdown_beside_compute", &t.collective_slowdown_beside_compute}}) {
     if (*value) out << YAML::Key << key << YAML::Value << number_text(**value);
   }
   const auto& c = t.elementwise_curves;
@@ -313,6 +314,9 @@ CalibrationTable parse_calibration(const YamlValue& root) {
   if (auto v = m.find("adamw_fused_issue_us")) t.adamw_fused_issue_us = v->as_nonnegative_double();
   if (auto v = m.find("adamw_fused_vs_curve")) t.adamw_fused_vs_curve = v->as_positive_double();
   if (auto v = m.find("compute_slowdown_beside_nccl")) t.compute_slowdown_beside_nccl = v->as_nonnegative_double();
+  if (auto v = m.find("collective_slowdown_beside_compute")) {
+    t.collective_slowdown_beside_compute = v->as_nonnegative_double();
+  }
   if (auto v = m.find("elementwise_curves")) t.elementwise_curves = parse_elementwise_curves(*v);
   if (auto v = m.find("collectives")) {
     t.collectives = parse_list<CollectiveCurve>(*v, parse_collective);

@@ -28,6 +28,7 @@ constexpr int kGemms = 100;                               // ~20 ms a loop
 constexpr std::size_t kAllGatherBytes = std::size_t{64} << 20;  // a large layer's parameters
 constexpr int kRepetitions = 3;
 constexpr int kLeadIn = 2;  // all-gathers completed before the GEMMs start
+constexpr int kGemmLeadIn = 2;  // GEMMs completed before the all-gathers start (the other way round)
 
 }  // namespace
 
@@ -106,6 +107,50 @@ ContentionProbe measure_compute_beside_nccl(RankHandle& h, double timeout_second
     double sum = 0;
     for (double x : h.all_gather({p.beside_seconds / p.alone_seconds - 1})) sum += x;
     p.slowdown = sum / world;
+
+    // The all-gathers beside the GEMMs: a quarter of one GEMM loop's time in calls alone, inside
+    // a loop twice as long, so that even 4 x slower they end first; they start once the first
+    // GEMMs are running.
+    double wanted_calls = std::max(10.0, std::ceil(0.25 * p.alone_seconds / std::max(per_call, 1e-6)));
+    for (double x : h.all_gather({wanted_calls})) wanted_calls = std::max(wanted_calls, x);
+    p.collective_calls = static_cast<int>(wanted_calls);
+    const auto all_gathers = [&] {
+      for (int i = 0; i < p.collective_calls; ++i) all_gather();
+    };
+    std::vector<double> alone, under;
+    for (int r = 0; r < kRepetitions; ++r) {
+      DMUON_CUDA_CHECK(cudaEventRecord(e[2], nccl.get()));
+      all_gathers();
+      DMUON_CUDA_CHECK(cudaEventRecord(e[3], nccl.get()));
+      wait_for(e[3], h, comm, timeout_seconds, who + " (all-gathers alone)");
+      alone.push_back(cuda::elapsed_seconds(e[2], e[3]));
+    }
+    for (int r = 0; r < kRepetitions; ++r) {
+      for (int i = 0; i < kGemmLeadIn; ++i) gemm.run(op, compute.get());
+      DMUON_CUDA_CHECK(cudaEventRecord(e[0], compute.get()));
+      gemm_loop();
+      gemm_loop();
+      DMUON_CUDA_CHECK(cudaEventRecord(e[1], compute.get()));
+      DMUON_CUDA_CHECK(cudaStreamWaitEvent(nccl.get(), e[0], 0));
+      DMUON_CUDA_CHECK(cudaEventRecord(e[2], nccl.get()));
+      all_gathers();
+      DMUON_CUDA_CHECK(cudaEventRecord(e[3], nccl.get()));
+      wait_for(e[3], h, comm, timeout_seconds, who + " (all-gathers beside GEMMs)");
+      DMUON_CUDA_CHECK(cudaEventSynchronize(e[1]));
+      const bool covered = cuda::elapsed_seconds(e[3], e[1]) >= 0;
+      for (double ok : h.all_gather({covered ? 1.0 : 0.0})) {
+        if (ok == 0) {
+          throw Error(who + ": on " + (covered ? "another rank" : "this rank") + " the GEMM loop ended before the " +
+                      std::to_string(p.collective_calls) + " all-gathers beside it: the loop did not cover them");
+        }
+      }
+      under.push_back(cuda::elapsed_seconds(e[2], e[3]));
+    }
+    p.collective_alone_seconds = median(alone);
+    p.collective_beside_seconds = median(under);
+    sum = 0;
+    for (double x : h.all_gather({p.collective_beside_seconds / p.collective_alone_seconds - 1})) sum += x;
+    p.collective_slowdown = sum / world;
   } catch (...) {
     // Before the buffers are freed: a free waits for the device, which an all-gather stuck on a
     // dead peer would never let finish.
