@@ -42,7 +42,9 @@ class RankBuilder {
   void set_producers();  // SimOp::producer of the rank's forward collectives
   // FSDP2's copy-in/out around a unit's all-gathers (or reduce-scatters) on the compute stream,
   // after `deps`; -1 when there is nothing to copy (or fsdp2_copies is off).
-  int fsdp2_copy(const Entries& entries, OpKind kind, Phase phase, int unit, std::vector<int> deps);
+  // `host_wait`: seconds of the unit's turn the GPU waits for the host (ComputeUnit); the copies
+  // run in them first, and what they use is taken off.
+  int fsdp2_copy(const Entries& entries, OpKind kind, Phase phase, int unit, std::vector<int> deps, double& host_wait);
   int emit(SimOp op) {
     ops_.push_back(std::move(op));
     return static_cast<int>(ops_.size()) - 1;

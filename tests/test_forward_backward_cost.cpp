@@ -201,6 +201,7 @@ TEST_CASE("the host paces the units; the framework picks the floor", "[fb][host_
   const auto low = forward_backward_cost(m, t, 989, &table);
   CHECK(low.total_s == gpu.total_s);
   CHECK(low.units[4].source == "measured");
+  for (const auto& u : low.units) CHECK(u.forward_host_wait_s + u.backward_host_wait_s == 0);
   CHECK_THAT(low.description, Catch::Contains("paces 0 of 38 units"));
 
   // Host 0.005 + 36 x 0.0045 = 167 ms, 4.64 ms a block against the GPU's 3: the host sets the pace.
@@ -215,6 +216,11 @@ TEST_CASE("the host paces the units; the framework picks the floor", "[fb][host_
   CHECK(eager.units[1].source == "host floor");
   CHECK(eager.units[20].forward_s == Approx(0.167 / 36 / 3).epsilon(1e-12));
   CHECK(eager.units[20].backward_s == Approx(0.167 / 36 * 2 / 3).epsilon(1e-12));
+  // What the GPU waited for the host, on top of its own time (FSDP2's copies run in it).
+  CHECK(eager.units[20].forward_host_wait_s == Approx(eager.units[20].forward_s - gpu.units[20].forward_s).epsilon(1e-12));
+  CHECK(eager.units[20].backward_host_wait_s == Approx(eager.units[20].backward_s - gpu.units[20].backward_s).epsilon(1e-12));
+  CHECK(eager.units[20].forward_host_wait_s > 0);
+  CHECK(eager.units.back().forward_host_wait_s == 0);
   CHECK(eager.units.back().forward_s == 0.002);                 // the head's GPU time in full ...
   CHECK(eager.units.back().backward_s == 0.003);
   CHECK(eager.units.back().source == "measured");

@@ -77,3 +77,40 @@ TEST_CASE("the simulator adds FSDP2's copies on the compute stream when the scen
   const auto on = sim::run_strategy(two_gpus(true), Strategy::adamw, sim::scenario_cost_model(two_gpus(true)), kRunDefaults);
   CHECK(on.fwd_bwd_s > off.fwd_bwd_s);
 }
+
+TEST_CASE("FSDP2's copies run in the GPU's wait for the host where the FSDP2 floor paces a unit", "[sim][fsdp2]") {
+  // The FSDP2 host floor is measured with FSDP2 running, copies included (they move parameter
+  // bytes whatever the tokens): a block the host paces hides its copies in the GPU's wait.
+  const Scenario s = two_gpus(true);
+  const Routing routing = route_parameters(s.model, s.routing);
+  const auto copies_of = [&](double floor_per_layer_s) {
+    CalibrationTable t;
+    t.gpu = "h200", t.gemm_tflops = 800, t.hbm_GBps = 4000;
+    t.forward_backward = ForwardBackwardTable{};
+    t.forward_backward->host_floor = {
+        {"small", HostFloorMode::fsdp2, 1, 32, {1, 3}, {floor_per_layer_s, 3 * floor_per_layer_s}, floor_per_layer_s, 0, 2}};
+    const CostModel cost(device_profile("h200", "test"), t);
+    const StepPlan sp = plan_step(s.model, routing, s.optimizer, Strategy::adamw, mesh_for_cluster(s.cluster), cost, {});
+    const sim::StepProgram p = sim::build_step_program(sp.plan, s.model, routing, s.optimizer, cost, s.training, {});
+    std::vector<double> seconds;
+    for (const auto& op : p.ranks[0]) {
+      if (op.category == "fsdp2_copy") seconds.push_back(op.seconds);
+    }
+    return seconds;
+  };
+  // A floor far below the GPU's work (1 us a layer): nothing paced, every copy in full.
+  const std::vector<double> full = copies_of(1e-6);
+  // 50 ms a layer, far above it: every block's copies (forward gathers, backward reductions) fit
+  // in its wait; the embedding's and head's units never wait for the host and keep theirs.
+  const std::vector<double> paced = copies_of(0.05);
+  REQUIRE(full.size() == paced.size());
+  REQUIRE(full.size() >= 8);  // 5 units forward and backward, some with no FSDP2 copy
+  int hidden = 0;
+  for (std::size_t i = 0; i < full.size(); ++i) {
+    CHECK(full[i] > 0);
+    CHECK(paced[i] <= full[i]);
+    hidden += paced[i] == 0;
+  }
+  CHECK(hidden >= 6);  // 3 blocks x (forward all-gather copy + backward reduce-scatter copy)
+  CHECK(hidden < static_cast<int>(full.size()));
+}

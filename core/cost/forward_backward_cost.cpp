@@ -218,6 +218,7 @@ int pace_by_host(std::vector<ComputeUnit>& units, const HostFloor& floor, int bl
     ComputeUnit& u = units[i];
     const PacedTime& f = paced[i];
     const PacedTime& b = paced[2 * n - 1 - i];
+    u.forward_host_wait_s = f.seconds - run[i].gpu_s, u.backward_host_wait_s = b.seconds - run[2 * n - 1 - i].gpu_s;
     u.forward_s = f.seconds, u.backward_s = b.seconds;
     if (f.waited || b.waited) u.source = "host floor", ++waited;
   }
@@ -248,7 +249,7 @@ ForwardBackwardCost forward_backward_cost(const ModelSpec& model, const Training
   double total_flops = 0;
   for (const auto& [key, w] : u.work) {
     index[key] = static_cast<int>(c.units.size());
-    c.units.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), w.flops, 0, 0, "datasheet", w.gemms});
+    c.units.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), w.flops, 0, 0, 0, 0, "datasheet", w.gemms});
     total_flops += w.flops;
   }
   for (const auto& key : u.key_of_param) c.unit_of_param.push_back(index.at(key));

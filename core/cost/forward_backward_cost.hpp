@@ -59,6 +59,10 @@ struct ComputeUnit {
   int layer = 0;  // block index (0 outside blocks)
   double forward_flops = 0;  // whole micro-batch
   double forward_s = 0, backward_s = 0;
+  // Of forward_s / backward_s, the seconds the GPU waited for the host (core/cost/host_paced.hpp);
+  // 0 unless the host floor paced the unit. Other GPU work of the unit's turn (FSDP2's copies and
+  // casts, sim/rank_builder.cpp) runs in that wait: the floor was measured with it.
+  double forward_host_wait_s = 0, backward_host_wait_s = 0;
   std::string_view source;  // "measured total", "measured", "interpolated", "host floor", "datasheet"
   std::vector<UnitGemm> gemms;  // the forward weight GEMMs (attention's s^2 part is not one)
 };
