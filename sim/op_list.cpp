@@ -34,6 +34,7 @@ std::vector<SimOp> merge_compute_runs(std::vector<SimOp> ops, bool host_issue) {
     if (joins) {
       SimOp& run = out[static_cast<std::size_t>(run_out)];
       run.seconds += op.seconds;
+      run.host_wait_s += op.host_wait_s;
       // Back to back after its first launch's issue, the run ends no earlier than any member's
       // issue plus the GPU time of that member and those after it.
       if (host_issue) run.issued_end_s = std::max(run.issued_end_s + op.seconds, op.issued_end_s);

@@ -62,7 +62,10 @@ int RankBuilder::merged_index(int rank, const Op& op, int unit) {
   SimCollective& c = prog_.collectives[static_cast<std::size_t>(index)];
   c.merged += 1;
   c.calls += nccl_calls(op);
-  const int bpe = plan_.bytes_per_element;
+  // FSDP2 as fsdp2_step.py runs it (training.fsdp2_copies) reduces the gradients in fp32
+  // (MixedPrecisionPolicy reduce_dtype): its backward reduce-scatters move 4-byte elements.
+  const bool fp32_reduce = t_.fsdp2_copies && op.kind == OpKind::reduce_scatter && op.phase == Phase::backward;
+  const int bpe = fp32_reduce ? 4 : plan_.bytes_per_element;
   // A packed collective (strided regions): the pack before the call and the unpack after it,
   // each element read and written once, one 2-D copy per run each way.
   const std::int64_t copies = packed_copy_elements(op);
@@ -268,6 +271,7 @@ void RankBuilder::emit_forward_backward() {
     if (copy >= 0) mine = {copy};
     fwd_compute[static_cast<std::size_t>(u)] = emit({kComputeStream, Phase::forward, "forward", "unit " + std::to_string(u),
                                                      unit.forward_s, -1, mine, std::string(source_class(unit.source))});
+    ops_[static_cast<std::size_t>(fwd_compute[static_cast<std::size_t>(u)])].host_wait_s = forward_wait;
   }
   for (int j = 0; j < U; ++j) {
     const auto u = static_cast<std::size_t>(U - 1 - j);
@@ -297,6 +301,9 @@ void RankBuilder::emit_forward_backward() {
     // The reductions wait for the gradients' copy-in when FSDP2 makes one.
     const int copy = fsdp2_copy(bwd_[u], OpKind::reduce_scatter, Phase::backward, static_cast<int>(u), {bwd_compute[u]},
                                 backward_wait);
+    // The reductions' copy-in runs after the unit on the GPU, in the unit's wait: what is left of
+    // it once both copies took theirs.
+    ops_[static_cast<std::size_t>(bwd_compute[u])].host_wait_s = backward_wait;
     for (const auto& [c, members] : bwd_[u]) collective_op(c, members, {copy >= 0 ? copy : bwd_compute[u]});
   }
 }

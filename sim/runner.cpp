@@ -183,13 +183,19 @@ void Runner::stream_actor(int rank, int stream, const std::vector<int>& ops) {
       if (nccl) nccl_leaves(rank);
       rs.start[k] = std::max(rs.start[k], colls_[static_cast<std::size_t>(op.collective)].start);
     } else if (op.seconds > 0) {
+      // The GPU work first, at the rate NCCL beside it allows, then what is left of the unit's
+      // wait for the host: a host-paced unit takes max(its paced time, its GPU work slowed).
+      const double gpu_s = op.seconds - op.host_wait_s;
       if (stretches) compute_starts(rank);
       if (slowed) {
-        rs.slowed[k] = run_contended(rank, op.seconds) - op.seconds;
+        run_contended(rank, gpu_s);
       } else {
-        sg4::this_actor::sleep_for(op.seconds);
+        sg4::this_actor::sleep_for(gpu_s);
       }
       if (stretches) compute_ends(rank);
+      const double elapsed = sg4::Engine::get_clock() - rs.start[k];
+      if (op.host_wait_s > 0 && elapsed < op.seconds) sg4::this_actor::sleep_for(op.seconds - elapsed);
+      if (slowed) rs.slowed[k] = std::max(0.0, sg4::Engine::get_clock() - rs.start[k] - op.seconds);
     }
     if (host) rs.host_wait[k] += sleep_until(origin_s + op.issued_end_s);
     rs.end[k] = sg4::Engine::get_clock();

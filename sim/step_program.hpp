@@ -79,6 +79,10 @@ struct SimOp {
   // Forward collectives: the op of this rank's list whose instance in the PREVIOUS step must
   // end first (the last optimizer op that touches its parameters); -1: none.
   int producer = -1;
+  // Compute ops: of `seconds`, the GPU's wait for the host (a unit the host floor paces,
+  // ComputeUnit::forward_host_wait_s, less what FSDP2's copies used); the rest is GPU work, the
+  // only part that NCCL beside it slows or that slows NCCL.
+  double host_wait_s = 0;
 };
 
 struct SimCollective {

@@ -188,3 +188,23 @@ training: {seq_len: 128, micro_batch: 1, fwd_bwd_seconds: 0.01}
   CHECK_FALSE(without.collective_slowdown_beside_compute.has_value());
   CHECK(without.optimizer_source.find("beside compute") == std::string::npos);
 }
+
+TEST_CASE("a unit the host paces: only its GPU work is slowed by NCCL or slows it", "[sim][contention]") {
+  const auto with_wait = [](sim::StepProgram p, double wait_s) {
+    for (auto& ops : p.ranks) ops[0].host_wait_s = wait_s;
+    return p;
+  };
+  // 10 ms paced, 4 ms of it GPU work, beside a 5 ms collective (compute slowdown 0.25): the GPU
+  // work takes 5 ms at 1 / 1.25, inside the host's 10 ms: 10 ms (11 ms without the wait, first case).
+  CHECK(step_seconds(with_wait(program({0.010, 0.010}, {0, 1}, {false, false}, 0.25), 0.006), 2) ==
+        Approx(0.010).epsilon(1e-9));
+  // 5 ms paced, 4 ms GPU work, slowdown 0.5: 3.33 ms of work in the collective's 5 ms, 0.67 ms
+  // alone after it: 5.67 ms, past the host's 5.
+  CHECK(step_seconds(with_wait(program({0.005, 0.005}, {0, 1}, {false, false}, 0.5), 0.001), 2) ==
+        Approx(0.005 + 0.002 / 3).epsilon(1e-9));
+  // NCCL beside compute (stretch 1.0) counts only the 3 ms of GPU work of a 5 ms paced unit: the
+  // 5 ms collective ends at 8 ms (at 10 ms if the wait counted).
+  auto p = with_wait(program({0.005, 0.005}, {0, 1}, {false, false}, std::nullopt), 0.002);
+  p.collective_slowdown_beside_compute = 1.0;
+  CHECK(step_seconds(p, 2) == Approx(0.008).epsilon(1e-9));
+}

@@ -93,9 +93,22 @@ TEST_CASE("FSDP2's copies run in the GPU's wait for the host where the FSDP2 flo
     const StepPlan sp = plan_step(s.model, routing, s.optimizer, Strategy::adamw, mesh_for_cluster(s.cluster), cost, {});
     const sim::StepProgram p = sim::build_step_program(sp.plan, s.model, routing, s.optimizer, cost, s.training, {});
     std::vector<double> seconds;
+    int waiting_units = 0;
     for (const auto& op : p.ranks[0]) {
       if (op.category == "fsdp2_copy") seconds.push_back(op.seconds);
+      waiting_units += op.host_wait_s > 0;
+      // A unit keeps the wait its copies left; only compute ops of the forward/backward have one.
+      CHECK(op.host_wait_s >= 0);
+      CHECK(op.host_wait_s <= op.seconds);
+      if (op.category != "forward" && op.category != "backward") CHECK(op.host_wait_s == 0);
+      if (floor_per_layer_s < 1e-3) CHECK(op.host_wait_s == 0);
+      if (floor_per_layer_s > 1e-2 && (op.category == "forward" || op.category == "backward") &&
+          op.label.find("unit 2") != std::string::npos) {
+        CHECK(op.host_wait_s > 0);  // a block, paced by 50 ms a layer
+      }
     }
+    // Three blocks, forward and backward, wait for a 50 ms-a-layer host.
+    if (floor_per_layer_s > 1e-2) CHECK(waiting_units >= 6);
     return seconds;
   };
   // A floor far below the GPU's work (1 us a layer): nothing paced, every copy in full.

@@ -101,7 +101,8 @@ struct TrainingSpec {
   std::int64_t prefetch_layers = 1;    // FSDP2/DMuon forward prefetch depth
   bool activation_checkpointing = false;
   // The forward/backward runs under PyTorch FSDP2 (bf16 params, fp32 reduce): price its
-  // copy-in/copy-out and casts around all-gathers and reduce-scatters (core/cost/fsdp2_copies).
+  // copy-in/copy-out and casts around all-gathers and reduce-scatters (core/cost/fsdp2_copies),
+  // and its gradient reduce-scatters in fp32 (sim/rank_builder.cpp).
   bool fsdp2_copies = false;
   std::optional<std::int64_t> moe_top_k;  // experts each token visits; default: every expert
   double activation_bytes_per_token_hidden = 34;  // Korthikanti et al. 2022, bf16, no recompute
