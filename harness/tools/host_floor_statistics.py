@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Does a different statistic of the FSDP2 floor runs predict the host-bound FSDP2 steps better?
+
+For every lease with both FSDP2 floor runs (fsdp2_step.py at 32 tokens, the calibration model at two
+depths: floor-half.json, floor-full.json) and FSDP2 + AdamW steps (fsdp2-*.json), refits the
+calibration's fsdp2 host_floor line from each run's per-iteration times with the median (what
+world_host_floor.py commits), the lower quartile and the minimum (host hiccups only ever add time),
+and prints `dmuon-sim --validate`'s FSDP2 error for each step. Analysis only: writes nothing but a
+temporary calibration. Run from the repository root after building dmuon-sim:
+
+    /usr/bin/python3 harness/tools/host_floor_statistics.py [--sim build/harness/dmuon-sim]
+"""
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import tempfile
+
+# (label, calibration file, folder of its floor runs, folder of the FSDP2 steps)
+LEASES = [
+    ("2xh200 01:02", "scenarios/calibration/h200.yaml", "reports/measured/2xh200/calibrate-2026-11-26",
+     "reports/measured/2xh200"),
+    ("2xh200 01:40", "reports/measured/2xh200/lease-2026-11-26-0140/calibrate/h200.yaml",
+     "reports/measured/2xh200/lease-2026-11-26-0140/calibrate", "reports/measured/2xh200/lease-2026-11-26-0140"),
+    ("2xh100 15:15", "scenarios/calibration/h100-sxm-x2.yaml", "reports/measured/2xh100/calibrate-2026-11-26-1515",
+     "reports/measured/2xh100"),
+    ("2xh100 13:27 (FSDP2 15:03)", "reports/measured/2xh100/lease-2026-11-26-1327/calibrate/h100-sxm-x2.yaml",
+     "reports/measured/2xh100/lease-2026-11-26-1327/calibrate", "reports/measured/2xh100/lease-2026-11-26-1327/fsdp2-1503"),
+]
+FLOOR_ROW = re.compile(r"(- \{model: \"[^\"]+\", mode: fsdp2,[^}]*fwd_bwd_s: )\[[^\]]*\](, per_layer_s: )[^,]*(, per_step_s: )[^}]*\}")
+
+
+def statistic(values, how):
+    xs = sorted(values)
+    if how == "median":
+        return statistics.median(xs)
+    if how == "q25":
+        return statistics.quantiles(xs, n=4)[0]
+    return xs[0]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sim", default="build/harness/dmuon-sim")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        calibration = os.path.join(tmp, "calibration.yaml")
+        for label, cal, floors, steps in LEASES:
+            runs = [json.load(open(os.path.join(floors, f"floor-{d}.json"))) for d in ("half", "full")]
+            text = open(cal).read()
+            if not FLOOR_ROW.search(text):
+                raise SystemExit(f"{cal}: no fsdp2 host_floor row")
+            for how in ("median", "q25", "min"):
+                (a, ta), (b, tb) = [(r["num_layers"], statistic([x[0] for x in r["per_iteration_seconds"]], how)) for r in runs]
+                per_layer = (tb - ta) / (b - a)
+                per_step = tb - per_layer * b
+                open(calibration, "w").write(FLOOR_ROW.sub(
+                    lambda m: f"{m.group(1)}[{ta}, {tb}]{m.group(2)}{per_layer}{m.group(3)}{per_step}}}", text))
+                cells = []
+                for f in sorted(os.listdir(steps)):
+                    if not (f.startswith("fsdp2-") and f.endswith(".json")):
+                        continue
+                    config = f[len("fsdp2-"):-len(".json")]
+                    r = subprocess.run([args.sim, "--scenario", f"scenarios/validation/{config}.yaml", "--calibration",
+                                        calibration, "--validate", os.path.join(steps, f)], capture_output=True, text=True)
+                    m = re.search(r"fwd\+bwd \(FSDP2 \+ AdamW\)\s+\S+\s+\S+\s+ms\s+(\S+)", r.stdout)
+                    cells.append(f"{config.split('-torch')[0]} {m.group(1) if m else 'FAILED: ' + r.stderr.strip()[:60]}")
+                print(f"{label:28s} {how:6s} floor {per_layer * 1e3:.2f} ms a layer {per_step * 1e3:+6.1f} ms | " + "; ".join(cells))
+
+
+if __name__ == "__main__":
+    main()
