@@ -67,7 +67,8 @@ def parse_args():
     p.add_argument("--profile", metavar="PREFIX",
                    help="after the timed iterations, profile one more (torch.profiler, CPU + CUDA) and write "
                         "PREFIX-trace.json.gz and PREFIX-summary.json (GPU busy/idle per stream, kernel time by "
-                        "kind: harness/tools/torch_trace_summary.py) on rank 0; the timed figures are unaffected")
+                        "kind: harness/tools/torch_trace_summary.py) on rank 0, PREFIX-rankR-trace.json.gz on "
+                        "the others; the timed figures are unaffected")
     p.add_argument("--reshard-after-forward", choices=["true", "false"],
                    help="FSDP2 ZeRO-3 re-gather in backward; default: the scenario's "
                         "training.reshard_after_forward (false when absent, as dmuon's default)")
@@ -204,7 +205,7 @@ def run_iterations(torch, model, optimizer, spec, vocab, args, device):
 
 
 def profile_one(torch, model, optimizer, spec, vocab, args, device):
-    """One extra iteration under torch.profiler; rank 0 writes its trace and where its time went."""
+    """One extra iteration under torch.profiler; every rank writes its trace, rank 0 where its time went."""
     import torch_trace_summary  # harness/tools/, beside this script
     from torch.profiler import ProfilerActivity, profile
     b, s = spec["micro_batch"], spec["seq_len"]
@@ -219,15 +220,18 @@ def profile_one(torch, model, optimizer, spec, vocab, args, device):
         else:
             model.zero_grad(set_to_none=True)
         torch.cuda.synchronize()
-    if RANK != 0:
-        return
-    trace = args.profile + "-trace.json"
+    # Every rank's trace (one host, one clock): whether a collective waited for a late peer shows
+    # only beside the peer's. Rank 0 also writes the summary.
+    trace = args.profile + ("-trace.json" if RANK == 0 else f"-rank{RANK}-trace.json")
     prof.export_chrome_trace(trace)
-    with open(trace) as f:
-        summary = torch_trace_summary.summarize(json.load(f))
+    if RANK == 0:
+        with open(trace) as f:
+            summary = torch_trace_summary.summarize(json.load(f))
     with open(trace, "rb") as f, gzip.open(trace + ".gz", "wb") as g:
         g.write(f.read())
     os.remove(trace)
+    if RANK != 0:
+        return
     summary.update({"what": "one fsdp2_step.py iteration (forward, backward, optimizer) under torch.profiler",
                     "model": spec["name"], "mode": args.mode, "trace": os.path.basename(trace) + ".gz"})
     with open(args.profile + "-summary.json", "w") as f:
