@@ -26,7 +26,9 @@ frequencies recomputed); smaller ones are built on the GPU directly. Activation 
 is not applied. Progress goes to stderr (rank 0); rank 0 writes the JSON at the end:
   {"tool": "fsdp2_step.py", "command", "date", "gpu", "world", "model", "model_file",
    "micro_batch", "seq_len", "mode", "fwd_bwd_seconds_median", "optimizer_seconds_median",
-   "step_seconds_median", "peak_allocated_bytes", "peak_reserved_bytes", "iterations", ...}
+   "step_seconds_median", "host_fwd_bwd_seconds_median" (the slowest host's wall time issuing forward
+   and backward, run_iterations), "peak_allocated_bytes", "peak_reserved_bytes", "iterations", ...;
+   "per_iteration_seconds": [fwd+bwd, optimizer, step, host fwd+bwd] of each timed iteration}
 """
 
 import argparse
@@ -177,7 +179,10 @@ def shard(torch, model, args, world):
 
 
 def run_iterations(torch, model, optimizer, spec, vocab, args, device):
-    """Per iteration [fwd+bwd, optimizer, step] seconds on this rank, and the losses."""
+    """Per iteration [fwd+bwd, optimizer, step, host fwd+bwd] seconds on this rank, and the losses.
+    host fwd+bwd: the host's wall time from the forward's first call to backward's return, before
+    any synchronisation: what issuing the forward and backward costs this rank's host, the GPU's
+    waits included only where FSDP2 blocks the host itself."""
     b, s = spec["micro_batch"], spec["seq_len"]
     batches = [torch.randint(0, vocab, (b, s), device=device) for _ in range(3)]
     times, losses = [], []
@@ -185,8 +190,10 @@ def run_iterations(torch, model, optimizer, spec, vocab, args, device):
         ids = batches[it % len(batches)]
         ev = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
         ev[0].record()
+        host_start = time.perf_counter()
         loss = model(input_ids=ids, labels=ids, use_cache=False).loss
         loss.backward()
+        host_fwd_bwd = time.perf_counter() - host_start
         ev[1].record()
         if optimizer is not None:
             optimizer.step()
@@ -195,12 +202,13 @@ def run_iterations(torch, model, optimizer, spec, vocab, args, device):
         if optimizer is None:
             model.zero_grad(set_to_none=True)
         torch.cuda.synchronize()
-        t = [ev[0].elapsed_time(ev[1]) / 1e3, ev[1].elapsed_time(ev[2]) / 1e3, ev[0].elapsed_time(ev[2]) / 1e3]
+        t = [ev[0].elapsed_time(ev[1]) / 1e3, ev[1].elapsed_time(ev[2]) / 1e3, ev[0].elapsed_time(ev[2]) / 1e3,
+             host_fwd_bwd]
         losses.append(float(loss.detach()))
         if it >= args.warmup:
             times.append(t)
         log(f"iteration {it + 1}/{args.warmup + args.iters}{' (warm-up)' if it < args.warmup else ''}: "
-            f"fwd+bwd {t[0] * 1e3:.1f} ms, optimizer {t[1] * 1e3:.1f} ms, loss {losses[-1]:.3f}")
+            f"fwd+bwd {t[0] * 1e3:.1f} ms (host {t[3] * 1e3:.1f}), optimizer {t[1] * 1e3:.1f} ms, loss {losses[-1]:.3f}")
     return times, losses
 
 
@@ -273,10 +281,10 @@ def main():
     torch.cuda.reset_peak_memory_stats(device)
     times, losses = run_iterations(torch, model, optimizer, spec, config.vocab_size, args, device)
     stats = torch.tensor(times + [[float(torch.cuda.max_memory_allocated(device)),
-                                   float(torch.cuda.max_memory_reserved(device)), 0.0]],
+                                   float(torch.cuda.max_memory_reserved(device)), 0.0, 0.0]],
                          dtype=torch.float64, device=device)
     if dist is not None:
-        dist.all_reduce(stats, op=dist.ReduceOp.MAX)  # slowest rank per iteration, largest peak
+        dist.all_reduce(stats, op=dist.ReduceOp.MAX)  # slowest rank (and host) per iteration, largest peak
     profile_error = None
     if args.profile:
         try:
@@ -293,7 +301,7 @@ def main():
         "model_file": spec["model_file"], "micro_batch": spec["micro_batch"], "seq_len": spec["seq_len"],
         "mode": args.mode, "num_layers": config.num_hidden_layers, "fwd_bwd_seconds_median": median(0),
         "optimizer_seconds_median": median(1) if optimizer is not None else None,
-        "step_seconds_median": median(2),
+        "step_seconds_median": median(2), "host_fwd_bwd_seconds_median": median(3),
         "peak_allocated_bytes": int(stats[-1][0]), "peak_reserved_bytes": int(stats[-1][1]),
         "iterations": args.iters, "warmup": args.warmup, "parameters": params,
         "reshard_after_forward": args.reshard if args.mode == "fsdp2" else None,
