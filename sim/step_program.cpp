@@ -94,16 +94,15 @@ StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const R
     }
   }
   prog.optimizer_source = cost.calibrated() ? describe_shares(optimizer_by_source) : "roofline";
-  if (const auto slowdown = cost.compute_slowdown_beside_nccl(); slowdown && *slowdown > 0) {
+  // The measured contention factors, where the calibration has them, as "; <what> x 1.25 <where>".
+  const auto note_factor = [&](std::optional<double> slowdown, const char* what, const char* where) {
+    if (!slowdown || !(*slowdown > 0)) return;
     char note[128];
-    std::snprintf(note, sizeof note, "; compute x %.3g beside a collective of several GPUs (measured)", 1 + *slowdown);
+    std::snprintf(note, sizeof note, "; %s x %.3g %s (measured)", what, 1 + *slowdown, where);
     prog.optimizer_source += note;
-  }
-  if (const auto slowdown = cost.collective_slowdown_beside_compute(); slowdown && *slowdown > 0) {
-    char note[128];
-    std::snprintf(note, sizeof note, "; collectives x %.3g beside compute (measured)", 1 + *slowdown);
-    prog.optimizer_source += note;
-  }
+  };
+  note_factor(cost.compute_slowdown_beside_nccl(), "compute", "beside a collective of several GPUs");
+  note_factor(cost.collective_slowdown_beside_compute(), "collectives", "beside compute");
   // The host issue model, only with a measured cost per launch. Scenario mode (a real step) is
   // kept simple: one host issues the whole program in its order on one clock, never waiting for
   // the GPU, and forward/backward compute units cost it nothing (their kernels' launch cost is

@@ -57,6 +57,28 @@ sim::StepProgram program(const std::vector<double>& compute_s, const std::vector
 
 double step_seconds(const sim::StepProgram& p, int gpus) { return sim::simulate(p, cluster(1, gpus), {}).step_s; }
 
+// A calibration with nothing but its ceilings, for the two tests below to add one key to.
+CalibrationTable tiny_calibration() {
+  CalibrationTable t;
+  t.gpu = "h100-sxm", t.gemm_tflops = 750, t.hbm_GBps = 3000;
+  return t;
+}
+
+// The zero1-a2a step program of a two-GPU toy model, priced with `t`.
+sim::StepProgram tiny_zero1_program(const CalibrationTable& t) {
+  const Scenario s = parse_scenario(R"(name: tiny
+model: {name: tiny, transformer: {hidden: 256, layers: 2, heads: 4, ffn: 512, vocab: 1000}}
+optimizer: {preset: torch}
+cluster: {nodes: 1, gpus_per_node: 2, gpu: h100-sxm, nvlink: {bw_GBps: 450, latency_us: 3}}
+training: {seq_len: 128, micro_batch: 1, fwd_bwd_seconds: 0.01}
+)",
+                                    "tiny.yaml");
+    const CostModel cost(device_profile("h100-sxm", "test"), t);
+    const Routing routing = route_parameters(s.model, s.routing);
+    const StepPlan sp = plan_step(s.model, routing, s.optimizer, Strategy::zero1_a2a, mesh_for_cluster(s.cluster), cost);
+    return sim::build_step_program(sp.plan, s.model, routing, s.optimizer, cost, s.training, {});
+}
+
 }  // namespace
 
 TEST_CASE("compute slows by the measured factor while a collective of several GPUs is in flight", "[sim][contention]") {
@@ -109,21 +131,10 @@ TEST_CASE("a collective waiting for its peer holds the load; one GPU's collectiv
 }
 
 TEST_CASE("a step program carries the calibration's slowdown and says so", "[sim][contention]") {
-  const Scenario s = parse_scenario(R"(name: tiny
-model: {name: tiny, transformer: {hidden: 256, layers: 2, heads: 4, ffn: 512, vocab: 1000}}
-optimizer: {preset: torch}
-cluster: {nodes: 1, gpus_per_node: 2, gpu: h100-sxm, nvlink: {bw_GBps: 450, latency_us: 3}}
-training: {seq_len: 128, micro_batch: 1, fwd_bwd_seconds: 0.01}
-)",
-                                    "tiny.yaml");
-  CalibrationTable t;
-  t.gpu = "h100-sxm", t.gemm_tflops = 750, t.hbm_GBps = 3000;
-  const auto program = [&](std::optional<double> slowdown) {
+  const auto program = [](std::optional<double> slowdown) {
+    CalibrationTable t = tiny_calibration();
     t.compute_slowdown_beside_nccl = slowdown;
-    const CostModel cost(device_profile("h100-sxm", "test"), t);
-    const Routing routing = route_parameters(s.model, s.routing);
-    const StepPlan sp = plan_step(s.model, routing, s.optimizer, Strategy::zero1_a2a, mesh_for_cluster(s.cluster), cost);
-    return sim::build_step_program(sp.plan, s.model, routing, s.optimizer, cost, s.training, {});
+    return tiny_zero1_program(t);
   };
   const auto with = program(0.25);
   REQUIRE(with.compute_slowdown_beside_nccl.has_value());
@@ -164,21 +175,10 @@ TEST_CASE("a collective slows by the measured factor for the part of it its memb
 }
 
 TEST_CASE("a step program carries the calibration's NCCL slowdown beside compute and says so", "[sim][contention]") {
-  const Scenario s = parse_scenario(R"(name: tiny
-model: {name: tiny, transformer: {hidden: 256, layers: 2, heads: 4, ffn: 512, vocab: 1000}}
-optimizer: {preset: torch}
-cluster: {nodes: 1, gpus_per_node: 2, gpu: h100-sxm, nvlink: {bw_GBps: 450, latency_us: 3}}
-training: {seq_len: 128, micro_batch: 1, fwd_bwd_seconds: 0.01}
-)",
-                                    "tiny.yaml");
-  CalibrationTable t;
-  t.gpu = "h100-sxm", t.gemm_tflops = 750, t.hbm_GBps = 3000;
-  const auto program = [&](std::optional<double> stretch) {
+  const auto program = [](std::optional<double> stretch) {
+    CalibrationTable t = tiny_calibration();
     t.collective_slowdown_beside_compute = stretch;
-    const CostModel cost(device_profile("h100-sxm", "test"), t);
-    const Routing routing = route_parameters(s.model, s.routing);
-    const StepPlan sp = plan_step(s.model, routing, s.optimizer, Strategy::zero1_a2a, mesh_for_cluster(s.cluster), cost);
-    return sim::build_step_program(sp.plan, s.model, routing, s.optimizer, cost, s.training, {});
+    return tiny_zero1_program(t);
   };
   const auto with = program(0.8);
   REQUIRE(with.collective_slowdown_beside_compute.has_value());

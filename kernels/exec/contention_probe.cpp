@@ -30,6 +30,25 @@ constexpr int kRepetitions = 3;
 constexpr int kLeadIn = 2;  // all-gathers completed before the GEMMs start
 constexpr int kGemmLeadIn = 2;  // GEMMs completed before the all-gathers start (the other way round)
 
+double max_over_ranks(RankHandle& h, double x) {
+  for (double y : h.all_gather({x})) x = std::max(x, y);
+  return x;
+}
+
+double mean_over_ranks(RankHandle& h, double x) {
+  double sum = 0;
+  for (double y : h.all_gather({x})) sum += y;
+  return sum / h.world();
+}
+
+// Every rank learns whether every rank's loop covered the other one, so that all stop together;
+// `failure` says what went wrong, after "on this rank" or "on another rank".
+void require_covered_everywhere(RankHandle& h, bool covered, const std::string& who, const std::string& failure) {
+  for (double ok : h.all_gather({covered ? 1.0 : 0.0})) {
+    if (ok == 0) throw Error(who + ": on " + (covered ? "another rank" : "this rank") + " " + failure);
+  }
+}
+
 }  // namespace
 
 ContentionProbe measure_compute_beside_nccl(RankHandle& h, double timeout_seconds) {
@@ -77,9 +96,7 @@ ContentionProbe measure_compute_beside_nccl(RankHandle& h, double timeout_second
     wait_for(e[1], h, comm, timeout_seconds, who + " (all-gather alone)");
     const double per_call = cuda::elapsed_seconds(e[0], e[1]) / 10;
     const double wanted = kLeadIn + 2 + std::ceil(2 * p.alone_seconds / std::max(per_call, 1e-6));
-    double calls = 0;
-    for (double x : h.all_gather({wanted})) calls = std::max(calls, x);
-    p.all_gathers = static_cast<int>(calls);
+    p.all_gathers = static_cast<int>(max_over_ranks(h, wanted));
 
     std::vector<double> beside;
     for (int r = 0; r < kRepetitions; ++r) {
@@ -93,27 +110,19 @@ ContentionProbe measure_compute_beside_nccl(RankHandle& h, double timeout_second
       DMUON_CUDA_CHECK(cudaEventRecord(e[1], compute.get()));
       wait_for(e[3], h, comm, timeout_seconds, who + " (all-gathers beside the GEMMs)");
       DMUON_CUDA_CHECK(cudaEventSynchronize(e[1]));
-      // Every rank learns whether every rank's loop was covered, so that all stop together.
-      const bool covered = cuda::elapsed_seconds(e[1], e[3]) >= 0;
-      for (double ok : h.all_gather({covered ? 1.0 : 0.0})) {
-        if (ok == 0) {
-          throw Error(who + ": on " + (covered ? "another rank" : "this rank") + " the " + std::to_string(p.all_gathers) +
-                      " all-gathers ended before the GEMM loop: the loop did not cover it");
-        }
-      }
+      require_covered_everywhere(h, cuda::elapsed_seconds(e[1], e[3]) >= 0, who,
+                                 "the " + std::to_string(p.all_gathers) +
+                                     " all-gathers ended before the GEMM loop: the loop did not cover it");
       beside.push_back(cuda::elapsed_seconds(e[0], e[1]));
     }
     p.beside_seconds = median(beside);
-    double sum = 0;
-    for (double x : h.all_gather({p.beside_seconds / p.alone_seconds - 1})) sum += x;
-    p.slowdown = sum / world;
+    p.slowdown = mean_over_ranks(h, p.beside_seconds / p.alone_seconds - 1);
 
     // The all-gathers beside the GEMMs: a quarter of one GEMM loop's time in calls alone, inside
     // a loop twice as long, so that even 4 x slower they end first; they start once the first
     // GEMMs are running.
-    double wanted_calls = std::max(10.0, std::ceil(0.25 * p.alone_seconds / std::max(per_call, 1e-6)));
-    for (double x : h.all_gather({wanted_calls})) wanted_calls = std::max(wanted_calls, x);
-    p.collective_calls = static_cast<int>(wanted_calls);
+    p.collective_calls = static_cast<int>(
+        max_over_ranks(h, std::max(10.0, std::ceil(0.25 * p.alone_seconds / std::max(per_call, 1e-6)))));
     const auto all_gathers = [&] {
       for (int i = 0; i < p.collective_calls; ++i) all_gather();
     };
@@ -137,20 +146,14 @@ ContentionProbe measure_compute_beside_nccl(RankHandle& h, double timeout_second
       DMUON_CUDA_CHECK(cudaEventRecord(e[3], nccl.get()));
       wait_for(e[3], h, comm, timeout_seconds, who + " (all-gathers beside GEMMs)");
       DMUON_CUDA_CHECK(cudaEventSynchronize(e[1]));
-      const bool covered = cuda::elapsed_seconds(e[3], e[1]) >= 0;
-      for (double ok : h.all_gather({covered ? 1.0 : 0.0})) {
-        if (ok == 0) {
-          throw Error(who + ": on " + (covered ? "another rank" : "this rank") + " the GEMM loop ended before the " +
-                      std::to_string(p.collective_calls) + " all-gathers beside it: the loop did not cover them");
-        }
-      }
+      require_covered_everywhere(h, cuda::elapsed_seconds(e[3], e[1]) >= 0, who,
+                                 "the GEMM loop ended before the " + std::to_string(p.collective_calls) +
+                                     " all-gathers beside it: the loop did not cover them");
       under.push_back(cuda::elapsed_seconds(e[2], e[3]));
     }
     p.collective_alone_seconds = median(alone);
     p.collective_beside_seconds = median(under);
-    sum = 0;
-    for (double x : h.all_gather({p.collective_beside_seconds / p.collective_alone_seconds - 1})) sum += x;
-    p.collective_slowdown = sum / world;
+    p.collective_slowdown = mean_over_ranks(h, p.collective_beside_seconds / p.collective_alone_seconds - 1);
   } catch (...) {
     // Before the buffers are freed: a free waits for the device, which an all-gather stuck on a
     // dead peer would never let finish.
