@@ -5,22 +5,33 @@
 
 #include "core/error.hpp"
 
+#include <simgrid/kernel/Timer.hpp>
+
 namespace dmuon::sim {
+
+void timed_sleep_until(double t_s) {
+  sg4::Actor* self = sg4::Actor::self();
+  simgrid::kernel::timer::Timer::set(t_s, [self] { self->resume(); });
+  sg4::this_actor::suspend();
+}
+
+void timed_sleep_for(double seconds) { timed_sleep_until(sg4::Engine::get_clock() + seconds); }
+
 namespace {
 
 constexpr int kAnyStream = -2;  // reference_runner: woken by any op's end, as before
 
-// Sleeps until `t_s` when it is still ahead; returns the seconds slept.
 // Suspends this stream's actor until op_done resumes it.
 void park(RankSync& rs, int stream) {
   rs.parked[stream] = sg4::Actor::self();
   sg4::this_actor::suspend();
 }
 
+// Sleeps until `t_s` when it is still ahead; returns the seconds slept.
 double sleep_until(double t_s) {
   const double now = sg4::Engine::get_clock();
   if (!(t_s > now)) return 0;
-  sg4::this_actor::sleep_until(t_s);
+  timed_sleep_until(t_s);
   return t_s - now;
 }
 
@@ -190,11 +201,11 @@ void Runner::stream_actor(int rank, int stream, const std::vector<int>& ops) {
       if (slowed) {
         run_contended(rank, gpu_s);
       } else {
-        sg4::this_actor::sleep_for(gpu_s);
+        timed_sleep_for(gpu_s);
       }
       if (stretches) compute_ends(rank);
       const double elapsed = sg4::Engine::get_clock() - rs.start[k];
-      if (op.host_wait_s > 0 && elapsed < op.seconds) sg4::this_actor::sleep_for(op.seconds - elapsed);
+      if (op.host_wait_s > 0 && elapsed < op.seconds) timed_sleep_for(op.seconds - elapsed);
       if (slowed) rs.slowed[k] = std::max(0.0, sg4::Engine::get_clock() - rs.start[k] - op.seconds);
     }
     if (host) rs.host_wait[k] += sleep_until(origin_s + op.issued_end_s);

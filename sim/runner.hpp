@@ -18,6 +18,13 @@ namespace dmuon::sim {
 
 namespace sg4 = simgrid::s4u;
 
+// This actor waits until `t_s` (or `seconds` from now) on a kernel timer: a timer and a
+// suspend/resume pair, where sg4::this_actor::sleep_for creates a CPU action that the max-min
+// solver carries until it ends. Compute ops are pure waits (they share no resource), so the
+// cheaper mechanism gives the same dates.
+void timed_sleep_until(double t_s);
+void timed_sleep_for(double seconds);
+
 // Per GPU. SimGrid actors run one at a time and only yield inside SimGrid calls, so counters
 // are read and written without locking, and an actor that must wait suspends itself until the
 // actor that meets its condition resumes it: one SimGrid call each side, where a mutex and a

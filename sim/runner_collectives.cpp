@@ -54,18 +54,18 @@ void Runner::execute(int c, CollectiveSync& cs) {
   }
   if (sc.call.members.size() == 1) {
     cs.algorithm = "local";
-    if (sc.local_seconds > 0) sg4::this_actor::sleep_for(sc.local_seconds);
+    if (sc.local_seconds > 0) timed_sleep_for(sc.local_seconds);
   } else if (p.measured) {
     // The curve's time includes the launch latency and the schedule's latencies and fill.
     if (s.edges.empty()) {
-      sg4::this_actor::sleep_for(p.wait_s);
+      timed_sleep_for(p.wait_s);
     } else if (mode_ == SimMode::flows) {
       run_flows(s);
     } else {
       run_fast(p.summary, false);
     }
   } else if (!s.edges.empty()) {
-    sg4::this_actor::sleep_for(nccl_.base_latency_us * 1e-6);
+    timed_sleep_for(nccl_.base_latency_us * 1e-6);
     if (mode_ == SimMode::flows) {
       run_flows(s);
     } else {
@@ -80,10 +80,10 @@ void Runner::execute(int c, CollectiveSync& cs) {
     for (std::size_t i = 0; i < busy_before.size(); ++i) {
       overlap = std::max(overlap, compute_busy_until_now(sc.call.members[i]) - busy_before[i]);
     }
-    if (overlap > 0) sg4::this_actor::sleep_for(stretch * overlap);
+    if (overlap > 0) timed_sleep_for(stretch * overlap);
   }
   // The members' copies into and out of a packed call's staging buffer, on the same stream.
-  if (sc.pack_seconds > 0) sg4::this_actor::sleep_for(sc.pack_seconds);
+  if (sc.pack_seconds > 0) timed_sleep_for(sc.pack_seconds);
   cs.end = sg4::Engine::get_clock();
 }
 
@@ -150,7 +150,7 @@ void Runner::run_fast(const FastSummary& f, bool add_schedule_extra) {
   // The task took max_route_latency + (its bandwidth time under whatever else runs); alone it
   // would take busiest_link_s. Add what the schedule spends beyond that: latencies and fill.
   const double extra = f.isolated_s - f.busiest_link_s - f.max_route_latency_s;
-  if (add_schedule_extra && extra > 0) sg4::this_actor::sleep_for(extra);
+  if (add_schedule_extra && extra > 0) timed_sleep_for(extra);
 }
 
 }  // namespace dmuon::sim
