@@ -21,21 +21,50 @@ void intervals(const Op& op, Intervals& out) {
   std::sort(out.begin(), out.end());
 }
 
-// Whether two collectives touch a common element. The Plan orders ops per (parameter, buffer),
-// so two owners' broadcasts of different experts of one MoE stack are ordered although they
-// share no data; only an overlap is a real hazard.
-bool overlap(const Op& a, const Op& b) {
-  thread_local Intervals x, y;  // reused: asked for every dependency between two collectives
-  intervals(a, x);
-  intervals(b, y);
+// Whether two sorted interval lists share an element: one pass, advancing the list whose
+// current interval ends first.
+template <class X, class Y, class Get>
+bool sorted_overlap(const X& x, const Y& y, Get get) {
   std::size_t i = 0, j = 0;
   while (i < x.size() && j < y.size()) {
-    const auto& [pa, ba, ea] = x[i];
-    const auto& [pb, bb, eb] = y[j];
+    const auto [pa, ba, ea] = get(x[i]);
+    const auto [pb, bb, eb] = get(y[j]);
     if (pa == pb && ba < eb && bb < ea) return true;
     if (std::tie(pa, ea) < std::tie(pb, eb)) ++i; else ++j;
   }
   return false;
+}
+
+std::tuple<std::size_t, std::int64_t, std::int64_t> span(const Region& r) { return {r.param, r.offset, r.offset + r.count}; }
+
+// An op's one list of regions when that list is all its elements (a gather's parts or an op's
+// regions, no transfers), else nullptr.
+const std::vector<Region>* only_list(const Op& op) {
+  if (!op.transfers.empty() || (!op.regions.empty() && !op.parts.empty())) return nullptr;
+  return op.regions.empty() ? &op.parts : &op.regions;
+}
+
+bool in_order(const std::vector<Region>& list) {
+  return std::is_sorted(list.begin(), list.end(), [](const Region& x, const Region& y) { return span(x) < span(y); });
+}
+
+// Whether two collectives touch a common element. The Plan orders ops per (parameter, buffer),
+// so two owners' broadcasts of different experts of one MoE stack are ordered although they
+// share no data; only an overlap is a real hazard. Asked for every dependency between two
+// collectives of every rank, so the common case reads the ops' lists in place: the builders
+// list regions in order, and a pair found overlapping is an overlap whatever the order; only a
+// "no" needs both lists sorted, else intervals() sorts copies.
+bool overlap(const Op& a, const Op& b) {
+  const std::vector<Region>* ra = only_list(a);
+  const std::vector<Region>* rb = only_list(b);
+  if (ra && rb) {
+    if (sorted_overlap(*ra, *rb, span)) return true;
+    if (in_order(*ra) && in_order(*rb)) return false;
+  }
+  thread_local Intervals x, y;  // reused
+  intervals(a, x);
+  intervals(b, y);
+  return sorted_overlap(x, y, [](const auto& t) { return t; });
 }
 
 }  // namespace
