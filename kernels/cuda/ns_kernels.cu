@@ -4,11 +4,13 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "core/error.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/device_element.cuh"
+#include "kernels/cuda/vector_access.cuh"
 
 namespace dmuon::cuda {
 namespace {
@@ -139,6 +141,69 @@ __global__ void add_identity_kernel(const void* Z, void* Q, long m, float a_exac
   }
 }
 
+// The same three kernels, eight elements an access (vector_access.cuh), for buffers whose
+// batch entries are whole 16-byte vectors; same roundings, element for element (the squares'
+// double sum is added in another order).
+template <class T>
+__global__ void sum_squares_vec_kernel(const T* in, int norm_dtype, long elems, double* sums) {
+  const int b = blockIdx.y;
+  const T* x = in + static_cast<long>(b) * elems;
+  double acc = 0;
+  for (long v = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; v < elems / kVec;
+       v += static_cast<long>(gridDim.x) * blockDim.x) {
+    float e[kVec];
+    load8(x, v, e);
+    double part = 0;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      const double r = round_to(e[k], norm_dtype);
+      part += r * r;
+    }
+    acc += part;
+  }
+  const double total = block_sum(acc);
+  if (threadIdx.x == 0) atomicAdd(&sums[b], total);
+}
+
+template <class Tin, class Tout>
+__global__ void normalize_vec_kernel(const Tin* in, int norm_dtype, long elems, const float* divisor,
+                                     const int* status, Tout* X) {
+  const int b = blockIdx.y;
+  const long base = static_cast<long>(b) * elems;
+  const bool ok = status[b] == kNormOk;
+  const float d = divisor[b];
+  for (long v = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; v < elems / kVec;
+       v += static_cast<long>(gridDim.x) * blockDim.x) {
+    float e[kVec] = {};
+    if (ok) {
+      load8(in + base, v, e);
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) e[k] = round_to(round_to(e[k], norm_dtype) / d, norm_dtype);
+    }
+    store8(X + base, v, e);
+  }
+}
+
+// One division a vector: its first element's row and column, then the column steps along.
+template <class T>
+__global__ void add_identity_vec_kernel(const T* Z, T* Q, long m, float a_exact) {
+  const float a = to_float(from_float<T>(a_exact));
+  const long per = m * m;
+  const long base = static_cast<long>(blockIdx.y) * per;
+  for (long v = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; v < per / kVec;
+       v += static_cast<long>(gridDim.x) * blockDim.x) {
+    float e[kVec];
+    load8(Z + base, v, e);
+    long row = v * kVec / m, col = v * kVec % m;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      if (col == row) e[k] += a;
+      if (++col == m) col = 0, ++row;
+    }
+    store8(Q + base, v, e);
+  }
+}
+
 __global__ void store_fp32_kernel(const float* in, void* out, long n, int dtype) {
   for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<long>(gridDim.x) * blockDim.x) {
@@ -205,11 +270,31 @@ __global__ void diff_norms_kernel(const void* a, const void* b, int dtype, long 
 
 void check_launch(const char* what) { check(cudaGetLastError(), what, __FILE__, __LINE__); }
 
+// Whether the vector kernels take this dtype (bf16, fp16, fp32). DMUON_NS_VECTOR=0 sends every
+// call to the element kernels: a measurement knob for timing both paths side by side in one run
+// (reports/kernels-sym-gemm.md), not a setting.
+bool vectors(DType dtype) {
+  static const bool enabled = [] {
+    const char* v = std::getenv("DMUON_NS_VECTOR");
+    return !(v && std::string(v) == "0");
+  }();
+  return enabled && (dtype == DType::bf16 || dtype == DType::fp16 || dtype == DType::fp32);
+}
+
 }  // namespace
 
 void launch_sum_squares(const void* in, DType in_dtype, DType norm_dtype, long elems, int batch, double* sums,
                         cudaStream_t stream) {
   DMUON_CUDA_CHECK(cudaMemsetAsync(sums, 0, sizeof(double) * batch, stream));
+  if (vectors(in_dtype) && vector_aligned(in, elems, static_cast<int>(bytes_per_element(in_dtype)))) {
+    const dim3 grid(blocks_for(elems / kVec, 1024), batch);
+    with_element_type(in_dtype, [&](auto t) {
+      using T = typename decltype(t)::type;
+      sum_squares_vec_kernel<T><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(in), static_cast<int>(norm_dtype),
+                                                               elems, sums);
+    });
+    return check_launch("sum_squares_vec_kernel");
+  }
   const dim3 grid(blocks_for(elems, 1024), batch);
   sum_squares_kernel<<<grid, kThreads, 0, stream>>>(in, static_cast<int>(in_dtype), static_cast<int>(norm_dtype),
                                                     elems, sums);
@@ -226,6 +311,20 @@ void launch_norm_scale(const double* sums, int batch, const NsConfig& ns, float*
 
 void launch_normalize(const void* in, DType in_dtype, const NsConfig& ns, long elems, int batch,
                       const float* divisor, const int* status, void* X, cudaStream_t stream) {
+  if (vectors(in_dtype) && vectors(ns.compute_dtype) &&
+      vector_aligned(in, elems, static_cast<int>(bytes_per_element(in_dtype))) &&
+      vector_aligned(X, elems, static_cast<int>(bytes_per_element(ns.compute_dtype)))) {
+    const dim3 grid(blocks_for(elems / kVec, 2048), batch);
+    with_element_type(in_dtype, [&](auto tin) {
+      with_element_type(ns.compute_dtype, [&](auto tout) {
+        using Tin = typename decltype(tin)::type;
+        using Tout = typename decltype(tout)::type;
+        normalize_vec_kernel<Tin, Tout><<<grid, kThreads, 0, stream>>>(
+            static_cast<const Tin*>(in), static_cast<int>(ns.normalize_dtype), elems, divisor, status, static_cast<Tout*>(X));
+      });
+    });
+    return check_launch("normalize_vec_kernel");
+  }
   const dim3 grid(blocks_for(elems, 2048), batch);
   normalize_kernel<<<grid, kThreads, 0, stream>>>(in, static_cast<int>(in_dtype),
                                                   static_cast<int>(ns.normalize_dtype),
@@ -244,6 +343,15 @@ void launch_normalize_transposed(const void* in, DType in_dtype, const NsConfig&
 }
 
 void launch_add_identity(const void* Z, void* Q, long m, int batch, float a, DType dtype, cudaStream_t stream) {
+  const int bytes = static_cast<int>(bytes_per_element(dtype));
+  if (vectors(dtype) && vector_aligned(Z, m * m, bytes) && vector_aligned(Q, m * m, bytes)) {
+    const dim3 grid(blocks_for(m * m / kVec, 1024), batch);
+    with_element_type(dtype, [&](auto t) {
+      using T = typename decltype(t)::type;
+      add_identity_vec_kernel<T><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(Z), static_cast<T*>(Q), m, a);
+    });
+    return check_launch("add_identity_vec_kernel");
+  }
   const dim3 grid(blocks_for(m * m, 1024), batch);
   add_identity_kernel<<<grid, kThreads, 0, stream>>>(Z, Q, m, a, static_cast<int>(dtype));
   check_launch("add_identity_kernel");
