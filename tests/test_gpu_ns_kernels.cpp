@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -112,6 +113,54 @@ TEST_CASE("GPU NS identity add: the vector path equals the element path, in plac
       CHECK(vec != bytes_of(z.at, static_cast<std::size_t>(n) * e));  // the diagonal moved
       cuda::launch_add_identity(z.at, z.at, m, batch, 0.75f, dtype, nullptr);  // in place
       CHECK(vec == bytes_of(z.at, static_cast<std::size_t>(n) * e));
+    }
+  }
+}
+
+TEST_CASE("GPU NS transposed normalisation: the vector path equals the element path", "[gpu]") {
+  if (skip_without_gpu()) return;
+  for (const DType in : {DType::bf16, DType::fp32}) {
+    // Multiples of 8 in both directions (the vector path), partial 64 x 64 tiles at the edges.
+    for (const auto& [rows, cols] : {std::pair<long, long>{72, 40}, {1000, 64}, {136, 200}}) {
+      const int batch = 2;
+      NsConfig ns;
+      ns.normalize_dtype = DType::fp32;
+      ns.compute_dtype = DType::fp16;
+      INFO(to_string(in) << " " << rows << " x " << cols);
+      const long n = rows * cols * batch;
+      const Placed aligned(in, n, 0, 17, 0.05f), shifted(in, n, 1, 17, 0.05f);
+      const auto e = static_cast<std::size_t>(bytes_per_element(ns.compute_dtype));
+      cuda::DeviceBuffer sums(sizeof(double) * batch, "sums"), divisor(sizeof(float) * batch, "divisor"),
+          status(sizeof(int) * batch, "status");
+      cuda::DeviceBuffer x(static_cast<std::size_t>(n) * e, "X"), x_shifted(static_cast<std::size_t>(n + 1) * e, "X");
+      void* x_at = static_cast<char*>(x_shifted.get()) + e;
+      cuda::launch_sum_squares(aligned.at, in, ns.normalize_dtype, rows * cols, batch, sums.as<double>(), nullptr);
+      cuda::launch_norm_scale(sums.as<double>(), batch, ns, divisor.as<float>(), status.as<int>(), nullptr);
+      cuda::launch_normalize_transposed(aligned.at, in, ns, rows, cols, batch, divisor.as<float>(), status.as<int>(),
+                                        x.get(), nullptr);
+      cuda::launch_normalize_transposed(shifted.at, in, ns, rows, cols, batch, divisor.as<float>(), status.as<int>(),
+                                        x_at, nullptr);
+      const auto vec = bytes_of(x.get(), static_cast<std::size_t>(n) * e);
+      CHECK(vec == bytes_of(x_at, static_cast<std::size_t>(n) * e));
+      // And it is the transpose of the plain normalisation.
+      cuda::DeviceBuffer plain(static_cast<std::size_t>(n) * e, "X plain");
+      cuda::launch_normalize(aligned.at, in, ns, rows * cols, batch, divisor.as<float>(), status.as<int>(), plain.get(),
+                             nullptr);
+      const auto p = bytes_of(plain.get(), static_cast<std::size_t>(n) * e);
+      bool transposed = true;
+      for (long b = 0; b < batch && transposed; ++b) {
+        for (long r = 0; r < rows && transposed; ++r) {
+          for (long c = 0; c < cols; ++c) {
+            const std::size_t from = static_cast<std::size_t>((b * rows * cols + r * cols + c)) * e;
+            const std::size_t to = static_cast<std::size_t>((b * rows * cols + c * rows + r)) * e;
+            if (std::memcmp(&p[from], &vec[to], e) != 0) {
+              transposed = false;
+              break;
+            }
+          }
+        }
+      }
+      CHECK(transposed);
     }
   }
 }

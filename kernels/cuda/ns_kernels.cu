@@ -4,51 +4,22 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include <cstdlib>
 #include <string>
 
 #include "core/error.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/device_element.cuh"
-#include "kernels/cuda/vector_access.cuh"
+#include "kernels/cuda/ns_device_math.cuh"
+#include "kernels/cuda/ns_kernels_vector.hpp"
 
 namespace dmuon::cuda {
 namespace {
 
-constexpr int kThreads = 256;
+using namespace ns_detail;
 
 __device__ __forceinline__ float load(const void* p, int dtype, long i) { return load_element(p, dtype, i); }
 __device__ __forceinline__ void store(void* p, int dtype, long i, float v) { store_element(p, dtype, i, v); }
 
-// The value x takes when stored in `dtype` (fp32: unchanged), as an fp32 number.
-__device__ __forceinline__ float round_to(float x, int dtype) {
-  switch (dtype) {
-    case static_cast<int>(DType::bf16): return __bfloat162float(__float2bfloat16_rn(x));
-    case static_cast<int>(DType::fp16): return __half2float(__float2half_rn(x));
-    default: return x;
-  }
-}
-
-__device__ __forceinline__ double round_to_d(double x, int dtype) {
-  return static_cast<double>(round_to(static_cast<float>(x), dtype));
-}
-
-__device__ __forceinline__ double block_sum(double v) {
-  __shared__ double partial[kThreads / 32];
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
-  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = v;
-  __syncthreads();
-  double total = 0;
-  if (threadIdx.x == 0) {
-    for (int w = 0; w < kThreads / 32; ++w) total += partial[w];
-  }
-  return total;  // valid in thread 0
-}
-
-int blocks_for(long n, int cap) {
-  const long b = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(b < cap ? (b < 1 ? 1 : b) : cap);
-}
 
 __global__ void sum_squares_kernel(const void* in, int in_dtype, int norm_dtype, long elems, double* sums) {
   const int b = blockIdx.y;
@@ -141,69 +112,6 @@ __global__ void add_identity_kernel(const void* Z, void* Q, long m, float a_exac
   }
 }
 
-// The same three kernels, eight elements an access (vector_access.cuh), for buffers whose
-// batch entries are whole 16-byte vectors; same roundings, element for element (the squares'
-// double sum is added in another order).
-template <class T>
-__global__ void sum_squares_vec_kernel(const T* in, int norm_dtype, long elems, double* sums) {
-  const int b = blockIdx.y;
-  const T* x = in + static_cast<long>(b) * elems;
-  double acc = 0;
-  for (long v = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; v < elems / kVec;
-       v += static_cast<long>(gridDim.x) * blockDim.x) {
-    float e[kVec];
-    load8(x, v, e);
-    double part = 0;
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) {
-      const double r = round_to(e[k], norm_dtype);
-      part += r * r;
-    }
-    acc += part;
-  }
-  const double total = block_sum(acc);
-  if (threadIdx.x == 0) atomicAdd(&sums[b], total);
-}
-
-template <class Tin, class Tout>
-__global__ void normalize_vec_kernel(const Tin* in, int norm_dtype, long elems, const float* divisor,
-                                     const int* status, Tout* X) {
-  const int b = blockIdx.y;
-  const long base = static_cast<long>(b) * elems;
-  const bool ok = status[b] == kNormOk;
-  const float d = divisor[b];
-  for (long v = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; v < elems / kVec;
-       v += static_cast<long>(gridDim.x) * blockDim.x) {
-    float e[kVec] = {};
-    if (ok) {
-      load8(in + base, v, e);
-#pragma unroll
-      for (int k = 0; k < kVec; ++k) e[k] = round_to(round_to(e[k], norm_dtype) / d, norm_dtype);
-    }
-    store8(X + base, v, e);
-  }
-}
-
-// One division a vector: its first element's row and column, then the column steps along.
-template <class T>
-__global__ void add_identity_vec_kernel(const T* Z, T* Q, long m, float a_exact) {
-  const float a = to_float(from_float<T>(a_exact));
-  const long per = m * m;
-  const long base = static_cast<long>(blockIdx.y) * per;
-  for (long v = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; v < per / kVec;
-       v += static_cast<long>(gridDim.x) * blockDim.x) {
-    float e[kVec];
-    load8(Z + base, v, e);
-    long row = v * kVec / m, col = v * kVec % m;
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) {
-      if (col == row) e[k] += a;
-      if (++col == m) col = 0, ++row;
-    }
-    store8(Q + base, v, e);
-  }
-}
-
 __global__ void store_fp32_kernel(const float* in, void* out, long n, int dtype) {
   for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<long>(gridDim.x) * blockDim.x) {
@@ -270,31 +178,13 @@ __global__ void diff_norms_kernel(const void* a, const void* b, int dtype, long 
 
 void check_launch(const char* what) { check(cudaGetLastError(), what, __FILE__, __LINE__); }
 
-// Whether the vector kernels take this dtype (bf16, fp16, fp32). DMUON_NS_VECTOR=0 sends every
-// call to the element kernels: a measurement knob for timing both paths side by side in one run
-// (reports/kernels-sym-gemm.md), not a setting.
-bool vectors(DType dtype) {
-  static const bool enabled = [] {
-    const char* v = std::getenv("DMUON_NS_VECTOR");
-    return !(v && std::string(v) == "0");
-  }();
-  return enabled && (dtype == DType::bf16 || dtype == DType::fp16 || dtype == DType::fp32);
-}
 
 }  // namespace
 
 void launch_sum_squares(const void* in, DType in_dtype, DType norm_dtype, long elems, int batch, double* sums,
                         cudaStream_t stream) {
   DMUON_CUDA_CHECK(cudaMemsetAsync(sums, 0, sizeof(double) * batch, stream));
-  if (vectors(in_dtype) && vector_aligned(in, elems, static_cast<int>(bytes_per_element(in_dtype)))) {
-    const dim3 grid(blocks_for(elems / kVec, 1024), batch);
-    with_element_type(in_dtype, [&](auto t) {
-      using T = typename decltype(t)::type;
-      sum_squares_vec_kernel<T><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(in), static_cast<int>(norm_dtype),
-                                                               elems, sums);
-    });
-    return check_launch("sum_squares_vec_kernel");
-  }
+  if (launch_sum_squares_vec(in, in_dtype, norm_dtype, elems, batch, sums, stream)) return;
   const dim3 grid(blocks_for(elems, 1024), batch);
   sum_squares_kernel<<<grid, kThreads, 0, stream>>>(in, static_cast<int>(in_dtype), static_cast<int>(norm_dtype),
                                                     elems, sums);
@@ -311,20 +201,7 @@ void launch_norm_scale(const double* sums, int batch, const NsConfig& ns, float*
 
 void launch_normalize(const void* in, DType in_dtype, const NsConfig& ns, long elems, int batch,
                       const float* divisor, const int* status, void* X, cudaStream_t stream) {
-  if (vectors(in_dtype) && vectors(ns.compute_dtype) &&
-      vector_aligned(in, elems, static_cast<int>(bytes_per_element(in_dtype))) &&
-      vector_aligned(X, elems, static_cast<int>(bytes_per_element(ns.compute_dtype)))) {
-    const dim3 grid(blocks_for(elems / kVec, 2048), batch);
-    with_element_type(in_dtype, [&](auto tin) {
-      with_element_type(ns.compute_dtype, [&](auto tout) {
-        using Tin = typename decltype(tin)::type;
-        using Tout = typename decltype(tout)::type;
-        normalize_vec_kernel<Tin, Tout><<<grid, kThreads, 0, stream>>>(
-            static_cast<const Tin*>(in), static_cast<int>(ns.normalize_dtype), elems, divisor, status, static_cast<Tout*>(X));
-      });
-    });
-    return check_launch("normalize_vec_kernel");
-  }
+  if (launch_normalize_vec(in, in_dtype, ns, elems, batch, divisor, status, X, stream)) return;
   const dim3 grid(blocks_for(elems, 2048), batch);
   normalize_kernel<<<grid, kThreads, 0, stream>>>(in, static_cast<int>(in_dtype),
                                                   static_cast<int>(ns.normalize_dtype),
@@ -335,6 +212,7 @@ void launch_normalize(const void* in, DType in_dtype, const NsConfig& ns, long e
 void launch_normalize_transposed(const void* in, DType in_dtype, const NsConfig& ns, long rows, long cols, int batch,
                                  const float* divisor, const int* status, void* X, cudaStream_t stream) {
   if ((rows + 31) / 32 > 65535) throw Error("launch_normalize_transposed: " + std::to_string(rows) + " rows exceed the grid");
+  if (launch_normalize_transposed_vec(in, in_dtype, ns, rows, cols, batch, divisor, status, X, stream)) return;
   const dim3 grid(static_cast<unsigned>((cols + 31) / 32), static_cast<unsigned>((rows + 31) / 32), batch);
   normalize_transposed_kernel<<<grid, dim3(32, 8), 0, stream>>>(
       in, static_cast<int>(in_dtype), static_cast<int>(ns.normalize_dtype), static_cast<int>(ns.compute_dtype), rows, cols,
@@ -343,15 +221,7 @@ void launch_normalize_transposed(const void* in, DType in_dtype, const NsConfig&
 }
 
 void launch_add_identity(const void* Z, void* Q, long m, int batch, float a, DType dtype, cudaStream_t stream) {
-  const int bytes = static_cast<int>(bytes_per_element(dtype));
-  if (vectors(dtype) && vector_aligned(Z, m * m, bytes) && vector_aligned(Q, m * m, bytes)) {
-    const dim3 grid(blocks_for(m * m / kVec, 1024), batch);
-    with_element_type(dtype, [&](auto t) {
-      using T = typename decltype(t)::type;
-      add_identity_vec_kernel<T><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(Z), static_cast<T*>(Q), m, a);
-    });
-    return check_launch("add_identity_vec_kernel");
-  }
+  if (launch_add_identity_vec(Z, Q, m, batch, a, dtype, stream)) return;
   const dim3 grid(blocks_for(m * m, 1024), batch);
   add_identity_kernel<<<grid, kThreads, 0, stream>>>(Z, Q, m, a, static_cast<int>(dtype));
   check_launch("add_identity_kernel");
