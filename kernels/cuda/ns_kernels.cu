@@ -20,7 +20,6 @@ using namespace ns_detail;
 __device__ __forceinline__ float load(const void* p, int dtype, long i) { return load_element(p, dtype, i); }
 __device__ __forceinline__ void store(void* p, int dtype, long i, float v) { store_element(p, dtype, i, v); }
 
-
 __global__ void sum_squares_kernel(const void* in, int in_dtype, int norm_dtype, long elems, double* sums) {
   const int b = blockIdx.y;
   const long base = static_cast<long>(b) * elems;
@@ -177,7 +176,6 @@ __global__ void diff_norms_kernel(const void* a, const void* b, int dtype, long 
 }
 
 void check_launch(const char* what) { check(cudaGetLastError(), what, __FILE__, __LINE__); }
-
 
 }  // namespace
 
