@@ -1,6 +1,6 @@
-// The Newton-Schulz normalisation and identity kernels take 16-byte vector accesses where a
-// buffer's batch entries are whole vectors (kernels/cuda/vector_access.cuh) and the
-// element-by-element kernels otherwise. Both paths must give the same numbers: the same input
+// The Newton-Schulz normalisation (plain and transposed) and identity kernels take 16-byte vector
+// accesses where a buffer's batch entries are whole vectors (kernels/cuda/ns_kernels_vector.cu)
+// and the element-by-element kernels otherwise. Both paths must give the same numbers: the same input
 // is run from an aligned buffer (vector path) and from one offset by one element (element path),
 // and the results compared bit for bit (the squares' double sum, added in another order, to
 // 1e-12). Skips (tests/gpu_skip.hpp) without a GPU.
