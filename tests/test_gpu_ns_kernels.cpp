@@ -1,4 +1,4 @@
-// The Newton-Schulz normalisation (plain and transposed) and identity kernels take 16-byte vector
+// The Newton-Schulz normalisation (plain and transposed), identity and mirror kernels take 16-byte vector
 // accesses where a buffer's batch entries are whole vectors (kernels/cuda/ns_kernels_vector.cu)
 // and the element-by-element kernels otherwise. Both paths must give the same numbers: the same input
 // is run from an aligned buffer (vector path) and from one offset by one element (element path),
@@ -161,6 +161,41 @@ TEST_CASE("GPU NS transposed normalisation: the vector path equals the element p
         }
       }
       CHECK(transposed);
+    }
+  }
+}
+
+TEST_CASE("GPU NS mirror: the vector path equals the element path", "[gpu]") {
+  if (skip_without_gpu()) return;
+  for (const DType dtype : {DType::bf16, DType::fp16, DType::fp32}) {
+    for (const long m : {8L, 72L, 136L, 512L}) {  // multiples of 8; partial 64 x 64 tiles at the edge
+      const int batch = 2;
+      INFO(to_string(dtype) << " m " << m);
+      const long n = m * m * batch;
+      const auto e = static_cast<std::size_t>(bytes_per_element(dtype));
+      const Placed aligned(dtype, n, 0, 23, 1.0f), shifted(dtype, n, 1, 23, 1.0f);
+      const auto before = bytes_of(aligned.at, static_cast<std::size_t>(n) * e);
+      cuda::launch_mirror_lower(aligned.at, m, batch, dtype, nullptr);
+      cuda::launch_mirror_lower(shifted.at, m, batch, dtype, nullptr);
+      const auto vec = bytes_of(aligned.at, static_cast<std::size_t>(n) * e);
+      CHECK(vec == bytes_of(shifted.at, static_cast<std::size_t>(n) * e));
+      CHECK(vec != before);
+      // Column-major: (r, c) at r + c m. Lower triangle and diagonal kept, upper = lower mirrored.
+      bool right = true;
+      for (long b = 0; b < batch && right; ++b) {
+        for (long c = 0; c < m && right; ++c) {
+          for (long r = 0; r < m; ++r) {
+            const std::size_t at = static_cast<std::size_t>(b * m * m + r + c * m) * e;
+            const std::size_t mirror = static_cast<std::size_t>(b * m * m + c + r * m) * e;
+            const bool ok = r >= c ? std::memcmp(&vec[at], &before[at], e) == 0 : std::memcmp(&vec[at], &before[mirror], e) == 0;
+            if (!ok) {
+              right = false;
+              break;
+            }
+          }
+        }
+      }
+      CHECK(right);
     }
   }
 }

@@ -231,6 +231,7 @@ void launch_store_fp32(const float* in, void* out, long n, DType dtype, cudaStre
 }
 
 void launch_mirror_lower(void* A, long m, int batch, DType dtype, cudaStream_t stream) {
+  if (launch_mirror_lower_vec(A, m, batch, dtype, stream)) return;
   const unsigned tiles = static_cast<unsigned>((m + 31) / 32);
   mirror_lower_kernel<<<dim3(tiles, tiles, batch), dim3(32, 8), 0, stream>>>(A, m, static_cast<int>(dtype));
   check_launch("mirror_lower_kernel");

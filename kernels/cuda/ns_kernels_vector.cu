@@ -95,6 +95,42 @@ __global__ void normalize_transposed_vec_kernel(const Tin* in, int norm_dtype, l
   }
 }
 
+// The lower triangle mirrored onto the upper one in 64 x 64 tiles (column-major m x m, m % 8 == 0):
+// block (tr, tc), tr <= tc, reads the lower tile (tc, tr) eight rows an access and writes the upper
+// tile (tr, tc) the same way. On a diagonal tile a vector also covers elements on or below the
+// diagonal: those get their own values back (no other block writes them).
+template <class T>
+__global__ void mirror_lower_vec_kernel(T* A, long m) {
+  constexpr int kTile = 64, kVecs = kTile / kVec;
+  __shared__ float tile[kTile][kTile + 1];  // tile[c][r]: element (r, c) of the source tile
+  const long tr = blockIdx.x, tc = blockIdx.y;
+  if (tr > tc) return;
+  T* a = A + static_cast<long>(blockIdx.z) * m * m;
+  for (int t = threadIdx.x; t < kTile * kVecs; t += blockDim.x) {
+    const int c = t / kVecs, v = t % kVecs;
+    const long col = tr * kTile + c, row = tc * kTile + v * kVec;
+    if (col >= m || row >= m) continue;
+    float e[kVec];
+    load8(a + col * m + tc * kTile, v, e);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) tile[c][v * kVec + k] = e[k];
+  }
+  __syncthreads();
+  const bool diagonal = tr == tc;
+  for (int t = threadIdx.x; t < kTile * kVecs; t += blockDim.x) {
+    const int c = t / kVecs, v = t % kVecs;  // destination column c of the tile, rows v * 8 + k
+    const long col = tc * kTile + c, row = tr * kTile + v * kVec;
+    if (col >= m || row >= m) continue;
+    float e[kVec];
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      const int r = v * kVec + k;
+      e[k] = diagonal && r >= c ? tile[c][r] : tile[r][c];  // own value : the mirrored one
+    }
+    store8(a + col * m + tr * kTile, v, e);
+  }
+}
+
 // One division a vector: its first element's row and column, then the column steps along.
 template <class T>
 __global__ void add_identity_vec_kernel(const T* Z, T* Q, long m, float a_exact) {
@@ -196,6 +232,17 @@ bool launch_add_identity_vec(const void* Z, void* Q, long m, int batch, float a,
     add_identity_vec_kernel<T><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(Z), static_cast<T*>(Q), m, a);
   });
   check_launch("add_identity_vec_kernel");
+  return true;
+}
+
+bool launch_mirror_lower_vec(void* A, long m, int batch, DType dtype, cudaStream_t stream) {
+  if (!vectors(dtype) || m % kVec != 0 || !vector_aligned(A, m * m, element_bytes(dtype))) return false;
+  const auto tiles = static_cast<unsigned>((m + 63) / 64);
+  with_element_type(dtype, [&](auto t) {
+    using T = typename decltype(t)::type;
+    mirror_lower_vec_kernel<T><<<dim3(tiles, tiles, batch), kThreads, 0, stream>>>(static_cast<T*>(A), m);
+  });
+  check_launch("mirror_lower_vec_kernel");
   return true;
 }
 
