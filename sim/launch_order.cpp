@@ -11,10 +11,13 @@ namespace dmuon::sim {
 namespace {
 
 // Elements an op's collective touches, as (param, begin, end) intervals.
-using Intervals = std::vector<std::tuple<std::size_t, std::int64_t, std::int64_t>>;
+using Span = std::tuple<std::size_t, std::int64_t, std::int64_t>;
+using Intervals = std::vector<Span>;
+Span span(const Region& r) { return {r.param, r.offset, r.offset + r.count}; }
+
 void intervals(const Op& op, Intervals& out) {
   out.clear();
-  auto add = [&](const Region& r) { out.emplace_back(r.param, r.offset, r.offset + r.count); };
+  auto add = [&](const Region& r) { out.push_back(span(r)); };
   for (const Region& r : op.regions) add(r);
   for (const Region& r : op.parts) add(r);
   for (const Transfer& t : op.transfers) add(t.from), add(t.to);
@@ -34,8 +37,6 @@ bool sorted_overlap(const X& x, const Y& y, Get get) {
   }
   return false;
 }
-
-std::tuple<std::size_t, std::int64_t, std::int64_t> span(const Region& r) { return {r.param, r.offset, r.offset + r.count}; }
 
 // An op's one list of regions when that list is all its elements (a gather's parts or an op's
 // regions, no transfers), else nullptr.

@@ -1,5 +1,6 @@
 // Device helpers the Newton-Schulz element kernels share (ns_kernels.cu, and the vector forms in
-// ns_kernels_vector.cu): the block size, rounding to a storage dtype, a block's double sum.
+// ns_kernels_vector.cu): the block size, rounding to a storage dtype, the normalisation of one
+// element, a block's double sum.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -17,6 +18,13 @@ __device__ __forceinline__ float round_to(float x, int dtype) {
     case static_cast<int>(DType::fp16): return __half2float(__float2half_rn(x));
     default: return x;
   }
+}
+
+// An input element normalised as reference/newton_schulz.cpp does it: rounded to `norm_dtype`,
+// divided by the normaliser, rounded again. The element and vector kernels (plain and transposed)
+// all use this one definition, so their outputs agree bit for bit.
+__device__ __forceinline__ float normalized(float x, int norm_dtype, float divisor) {
+  return round_to(round_to(x, norm_dtype) / divisor, norm_dtype);
 }
 
 __device__ __forceinline__ double round_to_d(double x, int dtype) {

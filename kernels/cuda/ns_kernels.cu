@@ -70,7 +70,7 @@ __global__ void normalize_kernel(const void* in, int in_dtype, int norm_dtype, i
   for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < elems;
        i += static_cast<long>(gridDim.x) * blockDim.x) {
     float v = 0.0f;
-    if (ok) v = round_to(round_to(load(in, in_dtype, base + i), norm_dtype) / d, norm_dtype);
+    if (ok) v = normalized(load(in, in_dtype, base + i), norm_dtype, d);
     store(X, compute_dtype, base + i, v);
   }
 }
@@ -87,7 +87,7 @@ __global__ void normalize_transposed_kernel(const void* in, int in_dtype, int no
     const long r = r0 + k, c = c0 + threadIdx.x;
     if (r < rows && c < cols) {
       tile[k][threadIdx.x] =
-          ok ? round_to(round_to(load(in, in_dtype, base + r * cols + c), norm_dtype) / d, norm_dtype) : 0.0f;
+          ok ? normalized(load(in, in_dtype, base + r * cols + c), norm_dtype, d) : 0.0f;
     }
   }
   __syncthreads();

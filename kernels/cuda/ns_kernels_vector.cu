@@ -18,6 +18,10 @@ namespace {
 
 using namespace ns_detail;
 
+// The transposing kernels' square tile (elements a side) and its vectors a line; their launchers
+// size the grid with the same tile.
+constexpr int kTile = 64, kVecs = kTile / kVec;
+
 template <class T>
 __global__ void sum_squares_vec_kernel(const T* in, int norm_dtype, long elems, double* sums) {
   const int b = blockIdx.y;
@@ -52,7 +56,7 @@ __global__ void normalize_vec_kernel(const Tin* in, int norm_dtype, long elems, 
     if (ok) {
       load8(in + base, v, e);
 #pragma unroll
-      for (int k = 0; k < kVec; ++k) e[k] = round_to(round_to(e[k], norm_dtype) / d, norm_dtype);
+      for (int k = 0; k < kVec; ++k) e[k] = normalized(e[k], norm_dtype, d);
     }
     store8(X + base, v, e);
   }
@@ -63,7 +67,6 @@ __global__ void normalize_vec_kernel(const Tin* in, int norm_dtype, long elems, 
 template <class Tin, class Tout>
 __global__ void normalize_transposed_vec_kernel(const Tin* in, int norm_dtype, long rows, long cols,
                                                 const float* divisor, const int* status, Tout* X) {
-  constexpr int kTile = 64, kVecs = kTile / kVec;
   __shared__ float tile[kTile][kTile + 1];
   const int b = blockIdx.z;
   const long base = static_cast<long>(b) * rows * cols;
@@ -78,7 +81,7 @@ __global__ void normalize_transposed_vec_kernel(const Tin* in, int norm_dtype, l
     if (ok) {
       load8(in + base + r * cols, c / kVec, e);
 #pragma unroll
-      for (int k = 0; k < kVec; ++k) e[k] = round_to(round_to(e[k], norm_dtype) / d, norm_dtype);
+      for (int k = 0; k < kVec; ++k) e[k] = normalized(e[k], norm_dtype, d);
     }
 #pragma unroll
     for (int k = 0; k < kVec; ++k) tile[row][v * kVec + k] = e[k];
@@ -101,7 +104,6 @@ __global__ void normalize_transposed_vec_kernel(const Tin* in, int norm_dtype, l
 // diagonal: those get their own values back (no other block writes them).
 template <class T>
 __global__ void mirror_lower_vec_kernel(T* A, long m) {
-  constexpr int kTile = 64, kVecs = kTile / kVec;
   __shared__ float tile[kTile][kTile + 1];  // tile[c][r]: element (r, c) of the source tile
   const long tr = blockIdx.x, tc = blockIdx.y;
   if (tr > tc) return;
@@ -208,7 +210,7 @@ bool launch_normalize_transposed_vec(const void* in, DType in_dtype, const NsCon
       !vector_aligned(X, rows * cols, element_bytes(ns.compute_dtype))) {
     return false;
   }
-  const dim3 tiles(static_cast<unsigned>((cols + 63) / 64), static_cast<unsigned>((rows + 63) / 64), batch);
+  const dim3 tiles(static_cast<unsigned>((cols + kTile - 1) / kTile), static_cast<unsigned>((rows + kTile - 1) / kTile), batch);
   with_element_type(in_dtype, [&](auto tin) {
     with_element_type(ns.compute_dtype, [&](auto tout) {
       using Tin = typename decltype(tin)::type;
@@ -237,7 +239,7 @@ bool launch_add_identity_vec(const void* Z, void* Q, long m, int batch, float a,
 
 bool launch_mirror_lower_vec(void* A, long m, int batch, DType dtype, cudaStream_t stream) {
   if (!vectors(dtype) || m % kVec != 0 || !vector_aligned(A, m * m, element_bytes(dtype))) return false;
-  const auto tiles = static_cast<unsigned>((m + 63) / 64);
+  const auto tiles = static_cast<unsigned>((m + kTile - 1) / kTile);
   with_element_type(dtype, [&](auto t) {
     using T = typename decltype(t)::type;
     mirror_lower_vec_kernel<T><<<dim3(tiles, tiles, batch), kThreads, 0, stream>>>(static_cast<T*>(A), m);
