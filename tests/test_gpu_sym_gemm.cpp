@@ -1,8 +1,10 @@
 // The sm_90a symmetric-product kernel (S = X X^T, and alpha A B^T + beta C) against an fp64
 // reference on every shape class:
 // m below one tile, m and n tails that are not multiples of the tile, odd m, batch > 1, bf16 and
-// fp16. The output is poisoned (all-ones bits: NaN in both dtypes) first, so an element the
-// kernel failed to write fails the check. Skips (tests/gpu_skip.hpp) without an sm_90 GPU.
+// fp16; each with the item schedule and, where the launcher splits it, with a stream-K workspace
+// (several segments an item, partials from up to a dozen clusters). The output is
+// poisoned (all-ones bits: NaN in both dtypes) first, so an element the kernel failed to write
+// fails the check. Skips (tests/gpu_skip.hpp) without an sm_90 GPU.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -17,6 +19,7 @@
 #include "kernels/cuda/device_buffer.hpp"
 #include "kernels/cuda/lt_gemm.hpp"
 #include "kernels/cuda/ns_program.hpp"
+#include "kernels/cuda/sym_gemm_schedule.hpp"
 #include "kernels/cuda/sym_gemm_sm90.hpp"
 
 using namespace dmuon;
@@ -79,7 +82,24 @@ struct Product {
   float alpha = 1.0f, beta = 0.0f;
 };
 
-Outcome check_product(const Product& q, unsigned seed) {
+// A zeroed stream-K workspace for this device, as NsEngine allocates it.
+struct Workspace {
+  std::size_t bytes = cuda::sym_gemm_sm90_workspace_bytes();
+  cuda::DeviceBuffer buffer{bytes, "test stream-K workspace"};
+  Workspace() { REQUIRE(cudaMemset(buffer.get(), 0, bytes) == cudaSuccess); }
+  cuda::SymWorkspace get() { return {buffer.get(), bytes}; }
+};
+
+// Whether the kernel splits this product's items with a workspace (the launcher's own rule, for
+// this GPU's clusters of two SMs; it may run a cluster or two fewer).
+bool splits(long m, long k, int batch) {
+  int device = 0, sms = 0;
+  REQUIRE(cudaGetDevice(&device) == cudaSuccess);
+  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess);
+  return cuda::sym::stream_k_clusters((m + 127) / 128, batch, static_cast<int>((k + 63) / 64), sms / 2, 0, 1) > 0;
+}
+
+Outcome check_product(const Product& q, unsigned seed, cuda::SymWorkspace ws = {}) {
   std::mt19937 rng(seed);
   const long m = q.m, n = q.k;
   const std::size_t x_elems = static_cast<std::size_t>(m * n * q.batch);
@@ -106,8 +126,9 @@ Outcome check_product(const Product& q, unsigned seed) {
   p.c = q.with_c ? dc.get() : nullptr;
   p.beta = q.beta;
   p.d = dd.get();
+  p.workspace = ws;
   if (!q.two && !q.with_c && q.alpha == 1.0f) {
-    cuda::launch_sym_xxt_sm90(da.get(), m, n, q.batch, q.t, dd.get(), nullptr);  // the X X^T entry point
+    cuda::launch_sym_xxt_sm90(da.get(), m, n, q.batch, q.t, dd.get(), nullptr, ws);  // the X X^T entry point
   } else {
     cuda::launch_sym_gemm_sm90(p, nullptr);
   }
@@ -160,16 +181,25 @@ TEST_CASE("sm_90a X X^T matches fp64 on every shape class and writes every eleme
       {257, 520, 3, DType::fp16},   {300, 64, 1, DType::bf16},   {640, 1024, 2, DType::bf16},
       {777, 2048, 1, DType::fp16},  {1025, 1032, 1, DType::bf16},
   };
+  Workspace ws;
+  int split_shapes = 0;
   for (const Shape& s : shapes) {
-    for (unsigned seed : {1u, 2u}) {  // twice: the scheduler's counter must reset between launches
-      const Outcome o = check_product({s.m, s.n, s.batch, s.t}, seed * 977 + static_cast<unsigned>(s.m));
+    // Twice: the flags must be back at zero for the next launch (stale partials would be added
+    // to the second seed's products, a flag left counted would let a head read too early).
+    for (unsigned seed : {1u, 2u, 11u, 12u}) {
+      const bool split = seed > 10;
+      if (split && !splits(s.m, s.n, s.batch)) continue;
+      split_shapes += seed == 11;
+      const Outcome o = check_product({s.m, s.n, s.batch, s.t}, seed * 977 + static_cast<unsigned>(s.m),
+                                      split ? ws.get() : cuda::SymWorkspace{});
       INFO(s.m << "x" << s.n << " batch " << s.batch << " " << to_string(s.t) << " seed " << seed
-               << ": rel " << o.rel_frobenius);
+               << (split ? " stream-K" : "") << ": rel " << o.rel_frobenius);
       CHECK(o.unwritten == 0);
       CHECK(o.outside == 0);
       CHECK(o.rel_frobenius < (s.t == DType::bf16 ? 3e-3 : 5e-4));
     }
   }
+  CHECK(split_shapes >= 4);  // 255x1000 (2), 640x1024 (2), 777x2048, 1025x1032 on an H100
 }
 
 // Newton-Schulz's m x m products: alpha A B^T + beta C with two operands, C read in the epilogue
@@ -182,18 +212,61 @@ TEST_CASE("sm_90a alpha A B^T + beta C matches fp64: two operands, the fused epi
       {64, 64, 1, DType::bf16, true, true, 1.5f, -0.75f},     {200, 200, 2, DType::fp16, true, true, 1.0f, 0.5f},
       {129, 136, 1, DType::bf16, true, true, -2.0f, 1.25f},   {384, 512, 1, DType::bf16, true, false, 0.5f, 0.0f},
       {520, 520, 2, DType::bf16, false, true, -4.75f, 3.5f},  {777, 776, 1, DType::fp16, true, true, 1.0f, -1.0f},
-      {1024, 1024, 1, DType::bf16, true, true, 2.0f, 2.0f},
+      {1024, 1024, 1, DType::bf16, true, true, 2.0f, 2.0f},   {896, 1024, 1, DType::fp16, false, true, -4.75f, 3.5f},
   };
+  Workspace ws;
+  int split_products = 0;
   for (const Product& q : products) {
-    for (unsigned seed : {3u, 4u}) {
-      const Outcome o = check_product(q, seed * 131 + static_cast<unsigned>(q.m));
+    for (unsigned seed : {3u, 4u, 13u, 14u}) {
+      const bool split = seed > 10;
+      if (split && !splits(q.m, q.k, q.batch)) continue;
+      split_products += seed == 13;
+      const Outcome o = check_product(q, seed * 131 + static_cast<unsigned>(q.m), split ? ws.get() : cuda::SymWorkspace{});
       INFO(q.m << "x" << q.k << " batch " << q.batch << " " << to_string(q.t) << (q.two ? " A B^T" : " A A^T")
-               << (q.with_c ? " + beta C" : "") << " seed " << seed << ": rel " << o.rel_frobenius);
+               << (q.with_c ? " + beta C" : "") << " seed " << seed << (split ? " stream-K" : "") << ": rel "
+               << o.rel_frobenius);
       CHECK(o.unwritten == 0);
       CHECK(o.outside == 0);
       CHECK(o.rel_frobenius < (q.t == DType::bf16 ? 3e-3 : 5e-4));
     }
   }
+  CHECK(split_products >= 3);  // 777x776, 1024x1024, 896x1024 (one operand + C) on an H100
+}
+
+// Stream-K adds the partials in segment order whoever finishes first: two launches on the same
+// input give the same bits. A workspace too small for the launch is refused by name.
+TEST_CASE("sm_90a stream-K: the same bits every launch; a short workspace refused", "[gpu]") {
+  if (skip_without_gpu()) return;
+  const std::string why = cuda::sym_xxt_sm90_unsupported(128, 128, DType::bf16, reinterpret_cast<void*>(256));
+  if (!why.empty()) return dmuon::test::skip_test("sym_gemm_sm90 stream-K", why);
+  const long m = 1024, k = 4096;
+  const std::size_t x_elems = static_cast<std::size_t>(m * k), s_elems = static_cast<std::size_t>(m * m);
+  REQUIRE(splits(m, k, 1));
+  Workspace ws;
+  cuda::DeviceBuffer x(x_elems * 2, "X"), d(s_elems * 2, "D");
+  auto run = [&](const std::vector<std::uint16_t>& xh, bool split, int launches) {
+    x.upload(xh.data(), xh.size() * 2);
+    for (int i = 0; i < launches; ++i) {
+      cuda::launch_sym_xxt_sm90(x.get(), m, k, 1, DType::bf16, d.get(), nullptr, split ? ws.get() : cuda::SymWorkspace{});
+    }
+    cuda::synchronize(nullptr);
+    std::vector<std::uint16_t> h(s_elems);
+    d.download(h.data(), h.size() * 2);
+    return h;
+  };
+  std::mt19937 rng(7);
+  std::vector<std::uint16_t> wide;  // j/64, |j| < 256: sums that fp32 rounds, so order shows
+  random_exact(x_elems, DType::bf16, rng, wide);
+  CHECK(run(wide, true, 1) == run(wide, true, 3));
+  // j/64 with |j| <= 15: every product a multiple of 2^-12 below 1/16, every partial and total
+  // of 4096 of them below 2^8, exact in fp32's 24 bits: split and unsplit agree bit for bit.
+  std::uniform_int_distribution<int> j(-15, 15);
+  std::vector<std::uint16_t> narrow(x_elems);
+  for (auto& e : narrow) e = encode(j(rng) / 64.0, DType::bf16);
+  CHECK(run(narrow, true, 1) == run(narrow, false, 1));
+  CHECK_THROWS_WITH(cuda::launch_sym_xxt_sm90(x.get(), m, k, 1, DType::bf16, d.get(), nullptr,
+                                              cuda::SymWorkspace{ws.buffer.get(), 4096}),
+                    Catch::Contains("workspace is too small"));
 }
 
 TEST_CASE("sm_90a X X^T refuses what TMA cannot address", "[gpu]") {

@@ -158,6 +158,9 @@ NsBuffers NsEngine::State::buffers(const NsGeometry& g, DType compute, bool shar
     arena = device_alloc(need, "Newton-Schulz buffers for " + std::to_string(g.m) + "x" + std::to_string(g.n) +
                                    " batch " + std::to_string(g.batch));
     arena_bytes = need;
+    // The stream-K workspace's flags start at zero; every launch leaves them so (sym_gemm_sm90.hpp).
+    const NsBuffers fresh = carve_ns_buffers(arena, g, compute, sharded);
+    if (fresh.sym.ptr) DMUON_CUDA_CHECK(cudaMemsetAsync(fresh.sym.ptr, 0, fresh.sym.bytes, stream));
   }
   return carve_ns_buffers(arena, g, compute, sharded);
 }

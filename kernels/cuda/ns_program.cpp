@@ -49,7 +49,8 @@ SymProduct square_product(const NsGeometry& g, DType dtype, const void* A, const
 }
 
 // S = X X^T with the symmetric mode's savings, S complete (both triangles) afterwards.
-void gram_product(Ops& ops, SymMode mode, const NsGeometry& g, const void* X, void* S, cudaStream_t stream) {
+void gram_product(Ops& ops, SymMode mode, const NsGeometry& g, const void* X, void* S, cudaStream_t stream,
+                  SymWorkspace sym) {
   if (mode == SymMode::full) return ops.gram(X, S);
   if (mode == SymMode::sm90) {
     // The kernel reads rows of X, so memory must hold X row-major (the wide orientation). The
@@ -59,7 +60,7 @@ void gram_product(Ops& ops, SymMode mode, const NsGeometry& g, const void* X, vo
       throw Error("X X^T on the sm_90a kernel: a tall input (" + std::to_string(g.n) + " x " + std::to_string(g.m) +
                   ", memory holding X column-major) cannot be read; pass the wide orientation");
     }
-    return launch_sym_xxt_sm90(X, g.m, g.n, g.batch, ops.dtype(), S, stream);
+    return launch_sym_xxt_sm90(X, g.m, g.n, g.batch, ops.dtype(), S, stream, sym);
   }
   if (mode == SymMode::lt_fill) {
     ops.gram(X, S, true);
@@ -71,9 +72,11 @@ void gram_product(Ops& ops, SymMode mode, const NsGeometry& g, const void* X, vo
 
 // B = c A A + b A (A symmetric), B complete afterwards.
 void symmetric_quadratic(Ops& ops, SymMode mode, const NsGeometry& g, const void* A, void* B, float b, float c,
-                         cudaStream_t stream) {
+                         cudaStream_t stream, SymWorkspace sym) {
   if (mode == SymMode::full) return ops.square(A, A, B, c, A, b);
-  if (mode == SymMode::sm90) return launch_sym_gemm_sm90(square_product(g, ops.dtype(), A, A, B, c, A, b), stream);
+  if (mode == SymMode::sm90) {
+    return launch_sym_gemm_sm90(square_product(g, ops.dtype(), A, A, B, c, A, b).with_workspace(sym), stream);
+  }
   if (mode == SymMode::lt_fill) {
     ops.square(A, A, B, c, A, b, true);
   } else {
@@ -90,8 +93,9 @@ struct GramSum {
   SymMode mode = SymMode::full;
   const NsShardReduce* shard = nullptr;
   float* partial = nullptr;
+  SymWorkspace sym;
   void operator()(Ops& ops, const NsGeometry& g, const void* X, void* S, cudaStream_t stream) const {
-    if (!shard) return gram_product(ops, mode, g, X, S, stream);
+    if (!shard) return gram_product(ops, mode, g, X, S, stream, sym);
     ops.run(ops.gram_op(X, partial, 0, g.m, g.m, false, true));
     shard->gram(partial, g.s_elems(), stream);
     launch_store_fp32(partial, S, g.s_elems(), ops.dtype(), stream);
@@ -131,7 +135,7 @@ void standard_iterations(Ops& ops, SymMode mode, const GramSum& gram, const Prod
       split.block(ops, A, A, B, static_cast<float>(k.c), A, static_cast<float>(k.b));
       split.gather(B, stream);
     } else {
-      symmetric_quadratic(ops, mode, g, A, B, static_cast<float>(k.b), static_cast<float>(k.c), stream);
+      symmetric_quadratic(ops, mode, g, A, B, static_cast<float>(k.b), static_cast<float>(k.c), stream, buf.sym);
     }
     void* target = t == ns.steps - 1 ? out : x_next;
     ops.left(B, x, target, x, static_cast<float>(k.a));
@@ -144,9 +148,11 @@ void standard_iterations(Ops& ops, SymMode mode, const GramSum& gram, const Prod
 // lower-triangle block rows, then mirrored; sm90: the triangle kernel (B symmetric: every B
 // here was itself mirrored, or is R from one full product, symmetric to rounding).
 void symmetric_product(Ops& ops, SymMode mode, const NsGeometry& g, const void* A, const void* B, void* D,
-                       float alpha, const void* C, float beta, cudaStream_t stream) {
+                       float alpha, const void* C, float beta, cudaStream_t stream, SymWorkspace sym) {
   if (mode == SymMode::full) return ops.square(A, B, D, alpha, C, beta);
-  if (mode == SymMode::sm90) return launch_sym_gemm_sm90(square_product(g, ops.dtype(), A, B, D, alpha, C, beta), stream);
+  if (mode == SymMode::sm90) {
+    return launch_sym_gemm_sm90(square_product(g, ops.dtype(), A, B, D, alpha, C, beta).with_workspace(sym), stream);
+  }
   for (auto [r0, rows] : row_blocks(g.m)) ops.run(ops.square_op(A, B, D, alpha, C, beta, r0, rows, r0 + rows, false));
   launch_mirror_lower(D, g.m, g.batch, ops.dtype(), stream);
 }
@@ -171,7 +177,7 @@ void gram_iterations(Ops& ops, SymMode products, const GramSum& gram, const Prod
   const int last = ns.steps - 1;
   // D = alpha A B + beta C: whole, or this member's block (gathered when `whole` is needed).
   auto product = [&](const void* A, const void* B, void* D, float alpha, const void* C, float beta, bool whole) {
-    if (!split.on()) return symmetric_product(ops, products, g, A, B, D, alpha, C, beta, stream);
+    if (!split.on()) return symmetric_product(ops, products, g, A, B, D, alpha, C, beta, stream, buf.sym);
     split.block(ops, A, B, D, alpha, C, beta);
     if (whole) split.gather(D, stream);
   };
@@ -224,7 +230,7 @@ std::size_t ns_buffer_bytes(const NsGeometry& g, DType compute, bool sharded) {
   const std::size_t s = align256(e * g.s_capacity() * g.batch);
   const std::size_t scalars = 3 * align256(sizeof(double) * g.batch);
   const std::size_t partial = sharded ? align256(sizeof(float) * g.s_elems() * g.batch) : 0;
-  return 2 * x + 5 * s + scalars + partial;
+  return align256(sym_gemm_sm90_workspace_bytes()) + 2 * x + 5 * s + scalars + partial;
 }
 
 NsBuffers carve_ns_buffers(void* arena, const NsGeometry& g, DType compute, bool sharded) {
@@ -233,6 +239,9 @@ NsBuffers carve_ns_buffers(void* arena, const NsGeometry& g, DType compute, bool
   const std::size_t s = align256(e * g.s_capacity() * g.batch);
   char* p = static_cast<char*>(arena);
   NsBuffers b;
+  b.sym = {p, sym_gemm_sm90_workspace_bytes()};
+  if (b.sym.bytes == 0) b.sym.ptr = nullptr;
+  p += align256(b.sym.bytes);
   for (auto& xi : b.x) { xi = p; p += x; }
   for (auto& si : b.s) { si = p; p += s; }
   const std::size_t scalar = align256(sizeof(double) * g.batch);
@@ -249,6 +258,13 @@ namespace {
 // where memory holds X^T column-major, i.e. X row-major, with n a multiple of 8.
 bool sm90_takes_gram(const NsGeometry& g, DType compute, const void* X) {
   return !g.x_column_major && sym_xxt_sm90_unsupported(g.m, g.n, compute, X).empty();
+}
+
+// The mode of a program's m x m products: the sm_90a variants hand them to one full cuBLAS GEMM
+// where the kernel would leave the GPU underfilled (sym_gemm_sm90_underfills: m <= 2048 in batch
+// 1 on an H100), keeping the kernel for X X^T, whose long k stream-K spreads over every SM.
+SymMode square_mode(SymMode mode, const NsGeometry& g) {
+  return mode == SymMode::sm90 && sym_gemm_sm90_underfills(g.m, g.batch) ? SymMode::full : mode;
 }
 
 }  // namespace
@@ -268,15 +284,15 @@ bool ns_impl_supported(LtGemm& gemm, NsImpl impl, const NsGeometry& g, const NsB
 }
 
 void enqueue_gram(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeometry& g, const void* X, void* S,
-                  DType compute) {
+                  DType compute, SymWorkspace sym) {
   Ops ops(gemm, stream, g, compute);
-  gram_product(ops, sym_mode(impl), g, X, S, stream);
+  gram_product(ops, sym_mode(impl), g, X, S, stream, sym);
 }
 
 void enqueue_quadratic(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeometry& g, const void* A, void* B,
-                       float b, float c, DType compute) {
+                       float b, float c, DType compute, SymWorkspace sym) {
   Ops ops(gemm, stream, g, compute);
-  symmetric_quadratic(ops, sym_mode(impl), g, A, B, b, c, stream);
+  symmetric_quadratic(ops, sym_mode(impl), g, A, B, b, c, stream, sym);
 }
 
 namespace {
@@ -303,7 +319,8 @@ void enqueue_program(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeo
   if (transposed) {
     launch_normalize_transposed(in, in_dtype, ns, g.n, g.m, g.batch, buf.divisor, buf.status, buf.x[0], stream);
     Ops ops(gemm, stream, wide, ns.compute_dtype);
-    return gram_iterations(ops, SymMode::sm90, GramSum{SymMode::sm90, nullptr, nullptr}, ProductSplit{nullptr, wide},
+    return gram_iterations(ops, square_mode(SymMode::sm90, wide), GramSum{SymMode::sm90, nullptr, nullptr, buf.sym},
+                           ProductSplit{nullptr, wide},
                            wide, buf, out, ns, stream, true);
   }
   launch_normalize(in, in_dtype, ns, elems, g.batch, buf.divisor, buf.status, buf.x[0], stream);
@@ -319,9 +336,11 @@ void enqueue_program(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeo
     // products); gram_sm90 with the kernel where it takes X.
     const SymMode r_mode = impl == NsImpl::gram_sm90 && sm90_takes_gram(g, ns.compute_dtype, buf.x[0]) ? SymMode::sm90
                                                                                                        : SymMode::full;
-    return gram_iterations(ops, sym_mode(impl), GramSum{r_mode, shard, buf.partial}, split, g, buf, out, ns, stream);
+    return gram_iterations(ops, square_mode(sym_mode(impl), g), GramSum{r_mode, shard, buf.partial, buf.sym}, split, g,
+                           buf, out, ns, stream);
   }
-  standard_iterations(ops, sym_mode(impl), GramSum{sym_mode(impl), shard, buf.partial}, split, g, buf, out, ns, stream);
+  standard_iterations(ops, square_mode(sym_mode(impl), g), GramSum{sym_mode(impl), shard, buf.partial, buf.sym}, split,
+                      g, buf, out, ns, stream);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "core/optimizer/optimizer_config.hpp"
 #include "kernels/cuda/lt_gemm.hpp"
 #include "kernels/cuda/ns_engine.hpp"
+#include "kernels/cuda/sym_gemm_sm90.hpp"
 
 namespace dmuon::cuda {
 
@@ -38,9 +39,12 @@ struct NsBuffers {
   float* divisor = nullptr;
   int* status = nullptr;
   float* partial = nullptr;  // sharded calls only
+  SymWorkspace sym;          // the sm_90a kernel's stream-K workspace, at the arena's start (empty off sm_90)
 };
 
-// Bytes NsBuffers needs for this geometry and compute dtype, each piece 256-byte aligned.
+// Bytes NsBuffers needs for this geometry and compute dtype, each piece 256-byte aligned. The
+// stream-K workspace comes first, at the same offset for every geometry, so that an arena zeroed
+// once when allocated keeps its flags zero whatever it is carved for next.
 std::size_t ns_buffer_bytes(const NsGeometry& g, DType compute, bool sharded = false);
 NsBuffers carve_ns_buffers(void* arena, const NsGeometry& g, DType compute, bool sharded = false);
 
@@ -52,13 +56,13 @@ bool ns_impl_supported(LtGemm& gemm, NsImpl impl, const NsGeometry& g, const NsB
 // gram_symmetric lower block rows then a mirror, symmetric_lt cuBLASLt's lower fill then a mirror,
 // symmetric_sm90 the sm_90a triangle kernel. Exposed for the benchmark that compares them.
 void enqueue_gram(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeometry& g, const void* X, void* S,
-                  DType compute);
+                  DType compute, SymWorkspace sym = {});
 
 // B = c A A + b A (A symmetric m x m, complete; g.m = g.n = m), standard NS's middle product, as
 // `impl` computes it: standard one full GEMM with b A in its epilogue, symmetric lower block rows
 // then a mirror, symmetric_sm90 the sm_90a kernel with b A fused. Exposed for the benchmark.
 void enqueue_quadratic(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeometry& g, const void* A, void* B,
-                       float b, float c, DType compute);
+                       float b, float c, DType compute, SymWorkspace sym = {});
 
 // Enqueues normalisation, the iterations of `impl` (not automatic) and the final product into
 // `out` (compute dtype, the input's layout).

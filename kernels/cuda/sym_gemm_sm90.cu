@@ -1,9 +1,6 @@
-// The sm_90a symmetric-product kernel D = alpha A B^T + beta C (see sym_gemm_sm90.hpp): clusters of
-// two CTAs; in each, one producer warp feeds a TMA/mbarrier ring (Cfg) and two consumer warpgroups
-// each own 64 rows of a 128 x 256 piece (a row block of A against a column pair of B,
-// sym_gemm_schedule.hpp) with m64n256k16 wgmma. Where the two CTAs' pieces share their column
-// pair, each loads half of it and multicasts it to both, so a stage is free only when the
-// consumers of both CTAs released it. For X X^T both tensor maps describe X.
+// Host side of the sm_90a symmetric-product kernel (sym_gemm_kernel.cuh): tensor maps, the
+// persistent grid, the stream-K decision and workspace, the measurement knobs, and which
+// products the kernel takes.
 #include "kernels/cuda/sym_gemm_sm90.hpp"
 
 #include <cuda_bf16.h>
@@ -14,190 +11,11 @@
 
 #include "core/error.hpp"
 #include "kernels/cuda/cuda_check.hpp"
-#include "kernels/cuda/sym_gemm_epilogue.cuh"
-#include "kernels/cuda/sym_gemm_ptx.cuh"
-#include "kernels/cuda/sym_gemm_schedule.hpp"
-#include "kernels/cuda/sym_gemm_wgmma.cuh"
+#include "kernels/cuda/sym_gemm_kernel.cuh"
 
 namespace dmuon::cuda {
 namespace sym {
 namespace {
-
-constexpr int kThreads = 384;                             // producer warpgroup + 2 consumers
-
-// The shared-memory ring for a k depth of BK per stage. 64: 128-byte rows, 4 stages of 48 KiB.
-// 32: 64-byte rows, 8 stages of 24 KiB, two wgmma groups in flight: the same bytes, but a stage
-// is locked by the wgmmas for half as long, so more of the ring is in flight as prefetch.
-template <int BK>
-struct Cfg {
-  static constexpr int kStages = BK == 64 ? 4 : 8;
-  static constexpr int kInflight = BK == 64 ? 1 : 2;        // wgmma groups kept in flight
-  static constexpr int kBoxBytes = kTile * BK * 2;          // one 128-row TMA box
-  static constexpr int kRowBytes = BK * 2;                  // = the swizzle span
-  static constexpr CUtensorMapSwizzle kSwizzle = BK == 64 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B;
-};
-
-template <int BK>
-struct alignas(1024) Smem {
-  using C = Cfg<BK>;
-  unsigned char a[C::kStages][C::kBoxBytes];              // row block of A for the item
-  unsigned char b[C::kStages][2 * C::kBoxBytes];          // its two column blocks (rows of B), back to back
-  std::uint64_t full[C::kStages];
-  std::uint64_t empty[C::kStages];
-  long item[C::kStages];                                  // cluster item of the stage's piece, -1: stop
-  alignas(16) unsigned short out[2][kStageElems];         // epilogue chunk of each consumer
-};
-template <int BK>
-constexpr int kSmemBytes = sizeof(Smem<BK>) + 1024;       // + slack to align the dynamic base
-
-template <typename T, int N>
-__device__ __forceinline__ void mma(float* acc, std::uint64_t da, std::uint64_t db, int scale_d) {
-  if constexpr (std::is_same_v<T, __half>) {
-    if constexpr (N == 256) wgmma_m64n256k16_f16(acc, da, db, scale_d);
-    else wgmma_m64n128k16_f16(acc, da, db, scale_d);
-  } else {
-    if constexpr (N == 256) wgmma_m64n256k16_bf16(acc, da, db, scale_d);
-    else wgmma_m64n128k16_bf16(acc, da, db, scale_d);
-  }
-}
-
-// Run by the whole producer warp so that it stays converged (lane 0 issues; all lanes wait).
-template <int BK>
-__device__ void produce(Smem<BK>& sm, const CUtensorMap* map_a, const CUtensorMap* map_b, int k_iters, long tiles,
-                        long batch) {
-  const bool leader = threadIdx.x % 32 == 0;
-  const unsigned rank = cluster_rank();
-  const long cluster = blockIdx.x / 2, clusters = gridDim.x / 2, total = cluster_items(tiles, batch);
-  int stage = 0;
-  unsigned phase = 0;
-  for (long k = 0;; ++k) {
-    const long item = cluster_item(cluster, clusters, k, total);
-    const Piece p = item < 0 ? Piece{} : decode_piece(item, static_cast<int>(rank), tiles, batch);
-    for (int kt = 0; kt < k_iters; ++kt) {
-      // Free in both CTAs: the partner's multicast writes this stage of ours and ours of theirs.
-      mbar_wait(&sm.empty[stage], phase ^ 1);
-      if (leader) {
-        if (kt == 0) sm.item[stage] = item;
-        if (item < 0) {
-          mbar_arrive(&sm.full[stage]);  // releases the consumers with the stop mark
-        } else {
-          const bool pair = p.col1 >= 0;
-          constexpr int kBoxBytes = Cfg<BK>::kBoxBytes;
-          mbar_arrive_expect_tx(&sm.full[stage], (pair ? 3 : 2) * kBoxBytes);
-          const int k0 = kt * BK;
-          tma_load_3d(sm.a[stage], map_a, &sm.full[stage], k0, p.row_block * kTile, p.batch);
-          if (p.multicast) {
-            tma_load_3d_multicast(sm.b[stage] + rank * kBoxBytes, map_b, &sm.full[stage], k0,
-                                  (p.col0 + static_cast<int>(rank)) * kTile, p.batch, 0x3);
-          } else {
-            tma_load_3d(sm.b[stage], map_b, &sm.full[stage], k0, p.col0 * kTile, p.batch);
-            if (pair) tma_load_3d(sm.b[stage] + kBoxBytes, map_b, &sm.full[stage], k0, p.col1 * kTile, p.batch);
-          }
-        }
-      }
-      __syncwarp();
-      if (item < 0) return;
-      if (++stage == Cfg<BK>::kStages) { stage = 0; phase ^= 1; }
-    }
-  }
-}
-
-// A consumer warpgroup frees a stage in both CTAs of the cluster (each empty barrier counts 4).
-template <int BK>
-__device__ __forceinline__ void release(Smem<BK>& sm, int stage) {
-  if (threadIdx.x % 128 == 0) {
-    mbar_arrive_cluster(cluster_addr(&sm.empty[stage], 0));
-    mbar_arrive_cluster(cluster_addr(&sm.empty[stage], 1));
-  }
-}
-
-// The k loop of one piece for one consumer warpgroup: keeps kInflight wgmma groups in flight and
-// releases a stage once the group that read it has completed.
-template <typename T, int N, int BK>
-__device__ __forceinline__ void mainloop(Smem<BK>& sm, float* acc, int half, int k_iters, int& stage,
-                                         unsigned& phase) {
-  using C = Cfg<BK>;
-  // The first wgmma overwrites (scale_d 0) but its asm reads the registers: defining them here
-  // keeps them dead, and out of the register budget, between one piece's epilogue and the next k loop.
-#pragma unroll
-  for (int i = 0; i < N / 2; ++i) acc[i] = 0.0f;
-  for (int kt = 0; kt < k_iters; ++kt) {
-    mbar_wait(&sm.full[stage], phase);
-    const std::uint64_t da = smem_desc<C::kRowBytes>(sm.a[stage] + half * (C::kBoxBytes / 2));
-    const std::uint64_t db = smem_desc<C::kRowBytes>(sm.b[stage]);
-    wgmma_fence();
-#pragma unroll
-    for (int k = 0; k < BK / 16; ++k) mma<T, N>(acc, da + 2 * k, db + 2 * k, kt > 0 || k > 0);
-    wgmma_commit();
-    wgmma_wait<C::kInflight>();
-    if (kt >= C::kInflight) release(sm, (stage + C::kStages - C::kInflight) % C::kStages);
-    if (++stage == C::kStages) { stage = 0; phase ^= 1; }
-  }
-  wgmma_wait<0>();
-  fence_registers(acc, N / 2);
-  for (int j = k_iters < C::kInflight ? k_iters : C::kInflight; j >= 1; --j) {
-    release(sm, (stage + C::kStages - j) % C::kStages);
-  }
-}
-
-template <typename T, int BK, bool kHasC>
-__device__ void consume(Smem<BK>& sm, T* D, const T* C, float alpha, float beta, int m, int k_iters, long tiles,
-                        long batch, int half) {
-  float acc[128];
-  T* out = reinterpret_cast<T*>(sm.out[half]);
-  const int rank = static_cast<int>(cluster_rank());
-  int stage = 0;
-  unsigned phase = 0;
-  for (;;) {
-    mbar_wait(&sm.full[stage], phase);
-    const long item = sm.item[stage];
-    if (item < 0) return;
-    const Piece p = decode_piece(item, rank, tiles, batch);
-    const long entry = static_cast<long>(p.batch) * m * m;
-    T* d = D + entry;
-    const Scale<T> sc{kHasC ? C + entry : nullptr, alpha, beta};
-    const int row0 = p.row_block * kTile + half * 64;
-    // A dummy still consumes its stages (the partner's producer counts on the releases) but
-    // stores nothing: m = 0 rows pass the epilogue's bounds check.
-    const int rows = p.store ? m : 0;
-    if (p.col1 >= 0) {
-      mainloop<T, 256, BK>(sm, acc, half, k_iters, stage, phase);
-      store_mirrored<T, 256, kHasC>(acc, d, sc, m, rows, row0, p.col0 * kTile, p.col1 * kTile, out, half + 1);
-    } else {
-      mainloop<T, 128, BK>(sm, acc, half, k_iters, stage, phase);
-      store_mirrored<T, 128, kHasC>(acc, d, sc, m, rows, row0, p.col0 * kTile, 0, out, half + 1);
-    }
-  }
-}
-
-template <typename T, int BK, bool kHasC>
-__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kThreads, 1)
-    sym_gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, T* D,
-                    const T* C, float alpha, float beta, int m, int k_iters, long tiles, long batch) {
-  extern __shared__ unsigned char raw[];
-  // Aligned by an offset from `raw` rather than by rounding the address as an integer: the pointer
-  // keeps its shared-memory provenance, so the epilogue's staging reads compile to LDS. Rounded
-  // through uintptr_t they were generic 16-bit loads (LD.E.U16), and the epilogue took ~20% of a
-  // consumer's samples on 4096 x 4096 (ncu, stop 30).
-  auto& sm = *reinterpret_cast<Smem<BK>*>(raw + ((1024u - (smem_addr(raw) & 1023u)) & 1023u));
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < Cfg<BK>::kStages; ++s) {
-      mbar_init(&sm.full[s], 1);
-      mbar_init(&sm.empty[s], 4);  // one arrival per consumer warpgroup of either CTA
-    }
-    mbar_init_fence();
-  }
-  cluster_sync();  // the partner's barriers exist before any multicast or remote arrival
-  const int warpgroup = threadIdx.x / 128;
-  if (warpgroup == 0) {
-    regs_dealloc<56>();  // the producer's item decoding spilled at 40
-    if (threadIdx.x < 32) produce(sm, &map_a, &map_b, k_iters, tiles, batch);
-  } else {
-    regs_alloc<224>();  // 2 x 128 x 224 + 128 x 56 <= 64K registers
-    consume<T, BK, kHasC>(sm, D, C, alpha, beta, m, k_iters, tiles, batch, warpgroup - 1);
-  }
-  cluster_sync();  // no CTA leaves while its partner may still arrive on its barriers
-}
 
 // One operand, A or B: rows x k row-major per batch entry.
 template <int BK>
@@ -236,22 +54,67 @@ int resident_clusters() {
   return clusters;
 }
 
+// The current device's L2 (one GPU kind per process in practice).
+double l2_bytes() {
+  static const double bytes = [] {
+    int device = 0, l2 = 0;
+    DMUON_CUDA_CHECK(cudaGetDevice(&device));
+    DMUON_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+    return static_cast<double>(l2);
+  }();
+  return bytes;
+}
+
+// DMUON_SYM_STREAM_K=off never splits (a measurement knob: the A/B of stream-K against the
+// item schedule on the same build).
+bool stream_k_allowed() {
+  static const bool allowed = [] {
+    const char* v = std::getenv("DMUON_SYM_STREAM_K");
+    return !(v && std::string(v) == "off");
+  }();
+  return allowed;
+}
+
+// The clusters one launch runs (every instance has the same shared memory and threads).
 template <typename T, int BK, bool kHasC>
-void launch_typed(const SymProduct& p, cudaStream_t stream) {
+int launch_clusters() {
   DMUON_CUDA_CHECK(cudaFuncSetAttribute(sym_gemm_kernel<T, BK, kHasC>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         kSmemBytes<BK>));
   static const int clusters = resident_clusters<T, BK, kHasC>();  // one GPU kind per process in practice
+  return clusters;
+}
+
+int device_clusters() { return launch_clusters<__nv_bfloat16, 64, true>(); }
+
+template <typename T, int BK, bool kHasC>
+void launch_typed(const SymProduct& p, cudaStream_t stream) {
+  const int clusters = launch_clusters<T, BK, kHasC>();
   const long tiles = (p.m + kTile - 1) / kTile;
   const long items = cluster_items(tiles, p.batch);
-  const int grid = 2 * static_cast<int>(std::min<long>(clusters, items));
+  const int k_iters = static_cast<int>((p.k + BK - 1) / BK);
+  // Stream-K where the items would leave clusters idle and the caller gave a workspace.
+  const double operand_bytes = 2.0 * p.m * p.k * p.batch * (p.b ? 2 : 1);
+  const long split_clusters = p.workspace.ptr && stream_k_allowed()
+                                  ? stream_k_clusters(tiles, p.batch, k_iters, clusters, operand_bytes, l2_bytes())
+                                  : 0;
+  StreamK sk;
+  if (split_clusters > 0) {
+    if (p.workspace.bytes < stream_k_bytes(split_clusters)) {
+      throw Error("sym_gemm_sm90: a " + std::to_string(p.workspace.bytes) + "-byte workspace is too small (" +
+                  std::to_string(stream_k_bytes(split_clusters)) + " bytes needed; sym_gemm_sm90_workspace_bytes)");
+    }
+    sk.flags = static_cast<unsigned*>(p.workspace.ptr);
+    sk.partial = reinterpret_cast<float*>(static_cast<char*>(p.workspace.ptr) + kFlagBytes);
+    sk.on = true;
+  }
+  const int grid = 2 * static_cast<int>(split_clusters > 0 ? split_clusters : std::min<long>(clusters, items));
   const CUtensorMapDataType type =
       std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
   const CUtensorMap map_a = make_map<BK>(p.a, p.m, p.k, p.batch, type);
   const CUtensorMap map_b = p.b ? make_map<BK>(p.b, p.m, p.k, p.batch, type) : map_a;
-  const int k_iters = static_cast<int>((p.k + BK - 1) / BK);
   sym_gemm_kernel<T, BK, kHasC><<<grid, kThreads, kSmemBytes<BK>, stream>>>(
       map_a, map_b, static_cast<T*>(p.d), static_cast<const T*>(p.c), p.alpha, p.beta, static_cast<int>(p.m), k_iters,
-      tiles, p.batch);
+      tiles, p.batch, sk);
   DMUON_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -298,6 +161,12 @@ std::string sym_gemm_sm90_unsupported(const SymProduct& p) {
       sym::overlaps(p.d, square, p.c, square)) {
     return "D overlaps an input (other CTAs still read it while D is written)";
   }
+  if (sym::overlaps(p.workspace.ptr, p.workspace.bytes, p.a, operand) ||
+      sym::overlaps(p.workspace.ptr, p.workspace.bytes, p.b, operand) ||
+      sym::overlaps(p.workspace.ptr, p.workspace.bytes, p.c, square) ||
+      sym::overlaps(p.workspace.ptr, p.workspace.bytes, p.d, square)) {
+    return "the workspace overlaps an operand or D";
+  }
   int device = 0, major = 0, minor = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return "no CUDA device";
   DMUON_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
@@ -317,8 +186,24 @@ std::string sym_xxt_sm90_unsupported(long m, long n, DType dtype, const void* X)
   return sym_gemm_sm90_unsupported(SymProduct::xxt(X, m, n, 1, dtype, nullptr));
 }
 
-void launch_sym_xxt_sm90(const void* X, long m, long n, int batch, DType dtype, void* S, cudaStream_t stream) {
-  launch_sym_gemm_sm90(SymProduct::xxt(X, m, n, batch, dtype, S), stream);
+void launch_sym_xxt_sm90(const void* X, long m, long n, int batch, DType dtype, void* S, cudaStream_t stream,
+                         SymWorkspace workspace) {
+  launch_sym_gemm_sm90(SymProduct::xxt(X, m, n, batch, dtype, S).with_workspace(workspace), stream);
+}
+
+bool sym_gemm_sm90_underfills(long m, int batch) {
+  const long tiles = (m + sym::kTile - 1) / sym::kTile;
+  return sym::cluster_items(tiles, batch) < sym::device_clusters();
+}
+
+std::size_t sym_gemm_sm90_workspace_bytes() {
+  int device = 0, major = 0, minor = 0, sms = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return 0;
+  DMUON_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  DMUON_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  DMUON_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  if (major != 9 || minor != 0) return 0;
+  return sym::stream_k_bytes(std::min<long>(sms / 2, sym::kMaxStreamKClusters));  // clusters of two SMs at most
 }
 
 }  // namespace dmuon::cuda

@@ -32,7 +32,7 @@ double rel_diff(const void* got, const void* want, DType dtype, long elems, Devi
 // B = c A A + b A three ways, A = X X^T with X refilled at N(0, 1/n): A's diagonal ~1, so A^2
 // stays finite in fp16. Keller's b and c. Writes into `a` (m x m) and three fresh outputs.
 void time_square(SymGemmTiming& t, LtGemm& gemm, cudaStream_t stream, void* x, void* a, DType dtype, int warmup,
-                 int repeats) {
+                 int repeats, SymWorkspace ws) {
   const long m = t.m, n = t.n, s_elems = m * m * t.batch;
   fill_normal(x, dtype, m * n * t.batch, 0x5e12ull + m * 37 + n, static_cast<float>(1 / std::sqrt(double(n))), stream);
   enqueue_gram(gemm, stream, NsImpl::standard, geometry_of(m, n, t.batch), x, a, dtype);
@@ -40,7 +40,9 @@ void time_square(SymGemmTiming& t, LtGemm& gemm, cudaStream_t stream, void* x, v
   DeviceBuffer full_out(s_elems * 2, "sym-gemm B full"), sm90_out(s_elems * 2, "sym-gemm B sm90"),
       blocks_out(s_elems * 2, "sym-gemm B blocks"), norms(3 * sizeof(double), "sym-gemm B norms");
   constexpr float b = -4.7750f, c = 2.0315f;
-  auto run = [&](NsImpl impl, DeviceBuffer& out) { enqueue_quadratic(gemm, stream, impl, g, a, out.get(), b, c, dtype); };
+  auto run = [&](NsImpl impl, DeviceBuffer& out) {
+    enqueue_quadratic(gemm, stream, impl, g, a, out.get(), b, c, dtype, impl == NsImpl::symmetric_sm90 ? ws : SymWorkspace{});
+  };
   auto full = [&] { run(NsImpl::standard, full_out); };
   auto blocks = [&] { run(NsImpl::symmetric, blocks_out); };
   auto sm90 = [&] { run(NsImpl::symmetric_sm90, sm90_out); };
@@ -76,10 +78,15 @@ SymGemmTiming time_sym_gemm(long m, long n, int batch, DType dtype, int warmup, 
   fill_normal(x.get(), dtype, x_elems, 0x5e11ull + m * 31 + n, 1.0f, stream.get());
   t.note = sym_xxt_sm90_unsupported(m, n, dtype, x.get());
   const bool have_sm90 = t.note.empty();
+  // The kernel as Newton-Schulz runs it: with a stream-K workspace (zeroed once, as NsEngine does).
+  const std::size_t ws_bytes = have_sm90 ? sym_gemm_sm90_workspace_bytes() : 0;
+  DeviceBuffer workspace(ws_bytes > 0 ? ws_bytes : 1, "sym-gemm stream-K workspace");
+  DMUON_CUDA_CHECK(cudaMemsetAsync(workspace.get(), 0, ws_bytes, stream.get()));
+  const SymWorkspace ws{ws_bytes > 0 ? workspace.get() : nullptr, ws_bytes};
 
   auto full = [&] { enqueue_gram(gemm, stream.get(), NsImpl::standard, g, x.get(), s_full.get(), dtype); };
   auto blocks = [&] { enqueue_gram(gemm, stream.get(), NsImpl::symmetric, g, x.get(), s_blocks.get(), dtype); };
-  auto sm90 = [&] { enqueue_gram(gemm, stream.get(), NsImpl::symmetric_sm90, g, x.get(), s_sym.get(), dtype); };
+  auto sm90 = [&] { enqueue_gram(gemm, stream.get(), NsImpl::symmetric_sm90, g, x.get(), s_sym.get(), dtype, ws); };
 
   // Correctness beside the timing: poison S (all-ones bits are NaN in bf16 and fp16), one call
   // each, then compare the kernel's S with the full GEMM's.
@@ -94,7 +101,7 @@ SymGemmTiming time_sym_gemm(long m, long n, int batch, DType dtype, int warmup, 
     t.full_ms[round] = median_ms(time_on_stream(stream.get(), warmup, repeats, full));
     t.blocks_ms[round] = median_ms(time_on_stream(stream.get(), warmup, repeats, blocks));
   }
-  time_square(t, gemm, stream.get(), x.get(), s_full.get(), dtype, warmup, repeats);
+  time_square(t, gemm, stream.get(), x.get(), s_full.get(), dtype, warmup, repeats, ws);
   return t;
 }
 
