@@ -65,14 +65,27 @@ double l2_bytes() {
   return bytes;
 }
 
-// DMUON_SYM_STREAM_K=off never splits (a measurement knob: the A/B of stream-K against the
-// item schedule on the same build).
-bool stream_k_allowed() {
-  static const bool allowed = [] {
+// DMUON_SYM_STREAM_K: "off" never splits, "force" splits every launch given a workspace over all
+// clusters (ranges of at least kMinSegmentSteps), past the rule and the L2 condition; unset, the
+// rule decides. Measurement knobs: the A/B of stream-K against the item schedule on one build.
+enum class StreamKMode { rule, off, force };
+StreamKMode stream_k_mode() {
+  static const StreamKMode mode = [] {
     const char* v = std::getenv("DMUON_SYM_STREAM_K");
-    return !(v && std::string(v) == "off");
+    if (!v || std::string(v).empty() || std::string(v) == "on") return StreamKMode::rule;
+    if (std::string(v) == "off") return StreamKMode::off;
+    if (std::string(v) == "force") return StreamKMode::force;
+    throw Error(std::string("DMUON_SYM_STREAM_K: expected on, off or force, got \"") + v + "\"");
   }();
-  return allowed;
+  return mode;
+}
+
+// Clusters a launch splits over (0: the item schedule).
+long split_clusters_for(long tiles, long batch, int k_iters, long clusters, double operand_bytes) {
+  const StreamKMode mode = stream_k_mode();
+  if (mode == StreamKMode::off) return 0;
+  if (mode == StreamKMode::rule) return stream_k_clusters(tiles, batch, k_iters, clusters, operand_bytes, l2_bytes());
+  return std::min<long>(clusters, cluster_items(tiles, batch) * k_iters / kMinSegmentSteps);
 }
 
 // The clusters one launch runs (every instance has the same shared memory and threads).
@@ -94,9 +107,7 @@ void launch_typed(const SymProduct& p, cudaStream_t stream) {
   const int k_iters = static_cast<int>((p.k + BK - 1) / BK);
   // Stream-K where the items would leave clusters idle and the caller gave a workspace.
   const double operand_bytes = 2.0 * p.m * p.k * p.batch * (p.b ? 2 : 1);
-  const long split_clusters = p.workspace.ptr && stream_k_allowed()
-                                  ? stream_k_clusters(tiles, p.batch, k_iters, clusters, operand_bytes, l2_bytes())
-                                  : 0;
+  const long split_clusters = p.workspace.ptr ? split_clusters_for(tiles, p.batch, k_iters, clusters, operand_bytes) : 0;
   StreamK sk;
   if (split_clusters > 0) {
     if (p.workspace.bytes < stream_k_bytes(split_clusters)) {
