@@ -149,7 +149,8 @@ void NsEngine::State::drop_graphs() {
 
 NsBuffers NsEngine::State::buffers(const NsGeometry& g, DType compute, bool sharded) {
   const std::size_t need = ns_buffer_bytes(g, compute, sharded);
-  if (need > arena_bytes) {
+  const bool fresh = need > arena_bytes;
+  if (fresh) {
     DMUON_CUDA_CHECK(cudaStreamSynchronize(stream));  // graphs in flight may still use the old arena
     drop_graphs();
     device_free(arena);
@@ -158,11 +159,11 @@ NsBuffers NsEngine::State::buffers(const NsGeometry& g, DType compute, bool shar
     arena = device_alloc(need, "Newton-Schulz buffers for " + std::to_string(g.m) + "x" + std::to_string(g.n) +
                                    " batch " + std::to_string(g.batch));
     arena_bytes = need;
-    // The stream-K workspace's flags start at zero; every launch leaves them so (sym_gemm_sm90.hpp).
-    const NsBuffers fresh = carve_ns_buffers(arena, g, compute, sharded);
-    if (fresh.sym.ptr) DMUON_CUDA_CHECK(cudaMemsetAsync(fresh.sym.ptr, 0, fresh.sym.bytes, stream));
   }
-  return carve_ns_buffers(arena, g, compute, sharded);
+  const NsBuffers buf = carve_ns_buffers(arena, g, compute, sharded);
+  // A new arena's stream-K flags start at zero; every launch leaves them so (sym_gemm_sm90.hpp).
+  if (fresh && buf.sym.ptr) DMUON_CUDA_CHECK(cudaMemsetAsync(buf.sym.ptr, 0, buf.sym.bytes, stream));
+  return buf;
 }
 
 void NsEngine::State::ensure_status_capacity(int batch) {

@@ -147,6 +147,16 @@ void launch_dtype(const SymProduct& p, cudaStream_t stream) {
   launch_k_depth<T, false>(p, stream);
 }
 
+// Empty when the current device (its ordinal into *device) is an sm_90 GPU; otherwise why not.
+std::string sm90_device(int* device) {
+  int major = 0, minor = 0;
+  if (cudaGetDevice(device) != cudaSuccess) return "no CUDA device";
+  DMUON_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, *device));
+  DMUON_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, *device));
+  if (major != 9 || minor != 0) return "not an sm_90 GPU";
+  return {};
+}
+
 // Whether [p, p + bytes) and [q, q + bytes_q) share a byte.
 bool overlaps(const void* p, std::size_t bytes, const void* q, std::size_t bytes_q) {
   if (!p || !q) return false;
@@ -178,12 +188,8 @@ std::string sym_gemm_sm90_unsupported(const SymProduct& p) {
       sym::overlaps(p.workspace.ptr, p.workspace.bytes, p.d, square)) {
     return "the workspace overlaps an operand or D";
   }
-  int device = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return "no CUDA device";
-  DMUON_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  DMUON_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  if (major != 9 || minor != 0) return "not an sm_90 GPU";
-  return {};
+  int device = 0;
+  return sym::sm90_device(&device);
 }
 
 void launch_sym_gemm_sm90(const SymProduct& p, cudaStream_t stream) {
@@ -208,12 +214,9 @@ bool sym_gemm_sm90_underfills(long m, int batch) {
 }
 
 std::size_t sym_gemm_sm90_workspace_bytes() {
-  int device = 0, major = 0, minor = 0, sms = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return 0;
-  DMUON_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  DMUON_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  int device = 0, sms = 0;
+  if (!sym::sm90_device(&device).empty()) return 0;
   DMUON_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  if (major != 9 || minor != 0) return 0;
   return sym::stream_k_bytes(std::min<long>(sms / 2, sym::kMaxStreamKClusters));  // clusters of two SMs at most
 }
 
