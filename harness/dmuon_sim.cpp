@@ -27,6 +27,7 @@ struct Args {
   std::vector<std::string> strategies;
   int trace_nodes = 2;
   double host_memory_GiB = 0;  // 0: MemAvailable
+  bool per_rank = false;       // build every rank's program (ProgramOptions::fold_replicas off)
   int parallel = std::max(1u, std::thread::hardware_concurrency());
 };
 
@@ -45,7 +46,9 @@ bool parse(int argc, char** argv, Args& a) {
       ("host-memory-GiB", po::value(&a.host_memory_GiB),
        "host memory the simulations may use (default: MemAvailable); a larger estimate is refused up front")
       ("sweep", po::value(&a.sweep), "key=v1,v2,... e.g. nodes=1,2,4,8,16 or training.mfu=0.3,0.4")
-      ("validate", po::value(&a.validate), "measured dmuon-bench step report: prediction vs measurement");
+      ("validate", po::value(&a.validate), "measured dmuon-bench step report: prediction vs measurement")
+      ("per-rank", po::bool_switch(&a.per_rank),
+       "build every rank's step program, not replica 0's moved to the others (the reference the fold must equal)");
   po::variables_map vm;
   po::store(po::command_line_parser(argc, argv).options(o).run(), vm);
   if (vm.count("help")) {
@@ -122,6 +125,7 @@ int run(const Args& a) {
     options.sim.mode = sc.sim_mode;
     options.sim.trace_file = a.trace;
     options.sim.trace_nodes = a.trace_nodes;
+    options.program.fold_replicas = !a.per_rank;
     if (a.host_memory_GiB > 0) {
       options.host_memory_limit_bytes = a.host_memory_GiB * 1024 * 1024 * 1024;
       options.host_memory_limit_source = "--host-memory-GiB allows";

@@ -335,6 +335,7 @@ std::vector<SimOp> RankBuilder::build(int rank, const std::vector<NsTime>& compu
       std::stable_sort(list.begin(), list.end(), [&](const auto& x, const auto& y) {
         return positions[static_cast<std::size_t>(x.first)] < positions[static_cast<std::size_t>(y.first)];
       });
+      for (std::size_t k = 1; neighbours && k < list.size(); ++k) neighbours->emplace_back(list[k - 1].first, list[k].first);
     }
   }
   sim_of_.assign(plan_ops.size(), -1);

@@ -31,6 +31,9 @@ class RankBuilder {
   std::vector<int> positions;
   const NsConfig* ns = nullptr;  // the Newton-Schulz config: a sharded call's all-reduces
   const CostModel* cost = nullptr;  // prices FSDP2's copies (TrainingSpec::fsdp2_copies)
+  // Second pass: each unit's neighbouring launches (first, second) in the order built, appended
+  // when set (sim/replica_fold.hpp checks that other replicas would order them alike).
+  std::vector<std::pair<int, int>>* neighbours = nullptr;
 
  private:
   int merged_index(int rank, const Op& op, int unit);

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string_view>
 
 #include "core/error.hpp"
@@ -9,6 +10,7 @@
 #include "core/cost/plan_cost.hpp"
 #include "sim/op_list.hpp"
 #include "sim/rank_builder.hpp"
+#include "sim/replica_fold.hpp"
 
 namespace dmuon::sim {
 namespace {
@@ -85,12 +87,21 @@ StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const R
     prog.compute_source = "none (the Plan as the executor benchmark runs it)";
     prog.compute_seconds_by_source.clear();
   }
+  // Ranks (rep, s) of a replica-symmetric Plan run rank (0, s)'s ops: priced once.
+  const bool fold = options.fold_replicas && plan.replica_symmetric && plan.mesh.replicate > 1;
+  const std::size_t S = static_cast<std::size_t>(plan.mesh.shard);
   std::vector<std::vector<NsTime>> seconds(plan.ranks.size());
+  std::vector<bool> priced(plan.ranks.size(), false);
+  const auto price = [&](std::size_t r) -> const std::vector<NsTime>& {
+    if (!priced[r]) seconds[r] = rank_compute_times(plan.ranks[r], routing, optimizer, cost), priced[r] = true;
+    return seconds[r];
+  };
   std::map<std::string_view, double> optimizer_by_source;
   for (std::size_t r = 0; r < plan.ranks.size(); ++r) {
-    seconds[r] = rank_compute_times(plan.ranks[r], routing, optimizer, cost);
-    for (std::size_t i = 0; i < plan.ranks[r].size(); ++i) {
-      if (!is_collective(plan.ranks[r][i].kind)) optimizer_by_source[seconds[r][i].source] += seconds[r][i].seconds;
+    const std::size_t same = fold ? r % S : r;  // summed in rank order either way: the same sums
+    const auto& mine = price(same);
+    for (std::size_t i = 0; i < plan.ranks[same].size(); ++i) {
+      if (!is_collective(plan.ranks[same][i].kind)) optimizer_by_source[mine[i].source] += mine[i].seconds;
     }
   }
   prog.optimizer_source = cost.calibrated() ? describe_shares(optimizer_by_source) : "roofline";
@@ -111,21 +122,44 @@ StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const R
   prog.issue_s_per_launch = issue_s;
   prog.compute_slowdown_beside_nccl = cost.compute_slowdown_beside_nccl();
   prog.collective_slowdown_beside_compute = cost.collective_slowdown_beside_compute();
-  for (bool merge : {true, false}) {
+  // One build of the collectives and rank lists; false when `fold` would not give exactly what
+  // building every rank gives (sim/replica_fold.hpp), nothing kept.
+  const auto build = [&](bool merge, ReplicaFold* fold) {
     prog.ranks.clear();
     prog.collectives.clear();
     RankBuilder builder(prog, plan, routing, units, training, options.plan_as_is, merge, issue_s.has_value());
     builder.ns = &optimizer.muon.ns;
     builder.cost = &cost;
-    try {
-      for (std::size_t r = 0; r < plan.ranks.size(); ++r) builder.build(static_cast<int>(r), seconds[r]);
-      builder.positions = global_positions(static_cast<int>(prog.collectives.size()), builder.edges);
-      builder.collecting = false;
-      for (std::size_t r = 0; r < plan.ranks.size(); ++r) {
-        std::vector<SimOp> ops = builder.build(static_cast<int>(r), seconds[r]);
-        if (issue_s) assign_issue_times(ops, *issue_s, options.plan_as_is);
-        prog.ranks.push_back(merge_compute_runs(std::move(ops), issue_s.has_value()));
+    std::vector<std::pair<int, int>> neighbours;
+    if (fold) builder.neighbours = &neighbours;
+    const std::size_t built = fold ? static_cast<std::size_t>(fold->built_ranks()) : plan.ranks.size();
+    for (std::size_t r = 0; r < built; ++r) builder.build(static_cast<int>(r), price(r));
+    if (fold) {
+      if (!fold->add_copies(prog, 0)) return false;
+      fold->add_edges(builder.edges);
+    }
+    builder.positions = global_positions(static_cast<int>(prog.collectives.size()), builder.edges);
+    builder.collecting = false;
+    const std::size_t before = prog.collectives.size();
+    for (std::size_t r = 0; r < built; ++r) {
+      std::vector<SimOp> ops = builder.build(static_cast<int>(r), price(r));
+      if (issue_s) assign_issue_times(ops, *issue_s, options.plan_as_is);
+      prog.ranks.push_back(merge_compute_runs(std::move(ops), issue_s.has_value()));
+    }
+    prog.built_ranks = built;
+    if (fold) {
+      if (!fold->add_copies(prog, before) || !fold->order_kept(neighbours, builder.positions)) return false;
+      for (int rep = 1; rep < plan.mesh.replicate; ++rep) {
+        for (std::size_t s = 0; s < built; ++s) prog.ranks.push_back(fold->moved(prog.ranks[s], rep));
       }
+    }
+    return true;
+  };
+  for (bool merge : {true, false}) {
+    try {
+      std::optional<ReplicaFold> folding;
+      if (fold) folding.emplace(plan);
+      if (!build(merge, folding ? &*folding : nullptr)) build(merge, nullptr);
     } catch (const MergeCycle&) {
       if (!merge) throw;
       prog.launches_note = "one launch per Plan collective (merging a layer's launches would form a cycle)";

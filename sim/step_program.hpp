@@ -121,6 +121,9 @@ struct StepProgram {
   std::vector<std::pair<std::string, double>> compute_seconds_by_source;  // "measured", ... -> seconds
   std::string optimizer_source;  // "roofline" without a calibration, else each source's share
   std::string launches_note;     // set when a layer's launches could not be merged
+  // Ranks whose lists were built from the Plan; the others are replica 0's moved
+  // (ProgramOptions::fold_replicas).
+  std::size_t built_ranks = 0;
   // Host seconds per executor launch (the calibration's executor_issue_us); unset: no host
   // model, ops start when their stream and dependencies allow.
   std::optional<double> issue_s_per_launch;
@@ -143,6 +146,10 @@ struct ProgramOptions {
   bool plan_as_is = false;
   // Steps back to back, the last reported (Scenario::sim_steps); plan_as_is runs one.
   int steps = 1;
+  // A replica-symmetric Plan's program built from replica 0's ranks and moved to the others
+  // (sim/replica_fold.hpp): the same program, built R times faster. Off: every rank is built
+  // (the tests' reference).
+  bool fold_replicas = true;
 };
 
 // Host issue times of one rank's ops (before merge_compute_runs), from their `launches` in list

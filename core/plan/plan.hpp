@@ -127,12 +127,17 @@ struct Plan {
   // Owner (global rank) of each Muon matrix's Newton-Schulz; -1 where every holder runs it.
   std::vector<int> matrix_owner;
   int bytes_per_element = 2;  // communication dtype (bf16 params and grads)
+  // Every rank (rep, s) runs rank (0, s)'s list moved to replica rep (core/plan/replica_symmetry.hpp):
+  // consumers may build replica 0's part once. Set by build_plan for the data-parallel strategies
+  // on several replicas; validate checks it.
+  bool replica_symmetric = false;
 
   // Throws dmuon::Error naming rank, op and collective on the first problem: a dependency that
   // is not an earlier op, a Muon matrix without exactly one Newton-Schulz (owner strategies) or
   // updated twice on a rank, an element no rank updates, a collective not matched on every member
   // of its group with equal kind/root/buffer/sizes, members issuing a group's collectives in
-  // different orders, or a deadlock when every rank runs its list in order.
+  // different orders, a deadlock when every rank runs its list in order, or a Plan marked
+  // replica_symmetric whose ranks are not.
   void validate(const ModelSpec& model, const Routing& routing) const;
   std::size_t op_count() const;
 };

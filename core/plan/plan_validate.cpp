@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "core/model/model_spec.hpp"
 #include "core/plan/plan.hpp"
+#include "core/plan/replica_symmetry.hpp"
 #include "core/model/routing.hpp"
 
 namespace dmuon {
@@ -275,6 +276,7 @@ void Plan::validate(const ModelSpec& model, const Routing& routing) const {
   check_sharded_ns(*this, routing);
   check_newton_schulz(*this, routing);
   check_updates(*this, model, routing);
+  if (replica_symmetric) check_replica_symmetric(*this);
 }
 
 }  // namespace dmuon
