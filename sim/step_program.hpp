@@ -148,7 +148,7 @@ struct ProgramOptions {
   int steps = 1;
   // A replica-symmetric Plan's program built from replica 0's ranks and moved to the others
   // (sim/replica_fold.hpp): the same program, built R times faster. Off: every rank is built
-  // (the tests' reference).
+  // (the tests' reference; run_strategy then builds every rank's Plan too).
   bool fold_replicas = true;
 };
 

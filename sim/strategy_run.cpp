@@ -38,6 +38,7 @@ json run_here(const Scenario& scenario, Strategy strategy, const CostModel& cost
   const Routing routing = route_parameters(scenario.model, scenario.routing);
   const Mesh mesh = mesh_for_cluster(scenario.cluster);
   StepPlanOptions plan_options = plan_options_for(scenario);
+  plan_options.plan.fold_replicas = options.program.fold_replicas;  // --per-rank: neither folded
   if (options.check_memory) plan_options.memory_limit = StepPlanOptions::MemoryLimit{scenario.training, scenario.cluster.gpu_memory_GiB};
   auto* step = new StepPlan(plan_step(scenario.model, routing, scenario.optimizer, strategy, mesh, cost, plan_options));
   const MemoryBreakdown memory = memory_per_gpu(step->plan, scenario.model, routing, scenario.training);

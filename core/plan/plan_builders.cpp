@@ -240,7 +240,11 @@ void check_owners(Strategy s, const Routing& routing, const Mesh& mesh, const st
 Plan build_plan(Strategy strategy, const ModelSpec& model, const Routing& routing, const Mesh& mesh,
                 const std::vector<int>& owner, const PlanOptions& options) {
   check_owners(strategy, routing, mesh, owner);
-  PlanWriter w(strategy, model, routing, mesh);
+  // The data-parallel builders treat every replica alike: replica rep's ranks get replica 0's
+  // ops moved (core/plan/replica_symmetry.hpp; Plan::validate checks it), zero1-a2a's owners
+  // being shard positions of every replica. The owner strategies spread owners over all ranks.
+  const bool symmetric = mesh.replicate > 1 && traits(strategy).ns_ranks != NsRanks::owner;
+  PlanWriter w(strategy, model, routing, mesh, symmetric && options.fold_replicas);
   Plan plan;
   switch (strategy) {
     case Strategy::adamw: plan = build_adamw(w); break;
@@ -251,10 +255,7 @@ Plan build_plan(Strategy strategy, const ModelSpec& model, const Routing& routin
     case Strategy::owner_striped: plan = build_owner_pipeline(w, owner, options); break;
   }
   plan.bytes_per_element = options.bytes_per_element;
-  // The data-parallel builders treat every replica alike: replica rep's ranks get replica 0's
-  // ops moved (core/plan/replica_symmetry.hpp; Plan::validate checks it), zero1-a2a's owners
-  // being shard positions of every replica. The owner strategies spread owners over all ranks.
-  plan.replica_symmetric = mesh.replicate > 1 && traits(strategy).ns_ranks != NsRanks::owner;
+  plan.replica_symmetric = symmetric;
   const NsRanks ns_ranks = traits(strategy).ns_ranks;
   if (ns_ranks == NsRanks::owner) {
     plan.matrix_owner = owner;

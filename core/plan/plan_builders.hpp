@@ -35,6 +35,11 @@ struct PlanOptions {
   // Per Muon matrix with ns_shards > 1: whether its call splits the m x m products over the
   // members too (Op::ns_split_products). Empty: none does.
   std::vector<bool> ns_split_products;
+  // The data-parallel strategies on several replicas (Plan::replica_symmetric): build replica 0's
+  // ranks and move their lists to the other replicas (PlanWriter's replica-0 mode) instead of
+  // building every rank; the same Plan, R times less building. Off: every rank built (the
+  // reference tests/test_plan_replica_fold.cpp compares it with).
+  bool fold_replicas = true;
 };
 
 // `owner` per Muon matrix: for `dedicated` the owner's global rank; for `zero1-a2a` the owner's

@@ -3,11 +3,13 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "core/plan/replica_symmetry.hpp"
 
 namespace dmuon {
 
-PlanWriter::PlanWriter(Strategy strategy, const ModelSpec& model, const Routing& routing, const Mesh& mesh)
-    : model_(model), routing_(routing) {
+PlanWriter::PlanWriter(Strategy strategy, const ModelSpec& model, const Routing& routing, const Mesh& mesh,
+                       bool replica_zero_only)
+    : model_(model), routing_(routing), replica_zero_only_(replica_zero_only && mesh.replicate > 1) {
   plan_.strategy = strategy;
   plan_.mesh = mesh;
   plan_.ranks.resize(static_cast<std::size_t>(mesh.world()));
@@ -112,6 +114,7 @@ void PlanWriter::record_writes(int rank, const Op& op, int index) {
 }
 
 int PlanWriter::compute(int rank, Op op) {
+  if (!writes(rank)) return -1;  // replica-0 mode: finish() moves replica 0's op here
   auto& ops = plan_.ranks[static_cast<std::size_t>(rank)];
   op.stream = StreamKind::compute;
   op.deps = dependencies(rank, op);
@@ -132,6 +135,7 @@ int PlanWriter::group_of(const std::vector<int>& ranks, const std::string& name)
 void PlanWriter::joint_compute(int group, std::vector<Op> ops) {
   const auto& members = plan_.groups[static_cast<std::size_t>(group)].ranks;
   if (ops.size() != members.size()) throw Error("plan: " + std::to_string(ops.size()) + " joint ops for a group of " + std::to_string(members.size()));
+  if (replica_zero_only_) throw Error("plan: a joint call (sharded Newton-Schulz) cannot be built from replica 0");
   const std::int64_t id = next_collective_++;
   for (std::size_t i = 0; i < members.size(); ++i) {
     ops[i].group = group;
@@ -140,11 +144,39 @@ void PlanWriter::joint_compute(int group, std::vector<Op> ops) {
   }
 }
 
+void PlanWriter::check_copy(int group, std::int64_t id) const {
+  const Mesh& m = plan_.mesh;
+  const int rep = m.replica_of(plan_.groups[static_cast<std::size_t>(group)].ranks.front());
+  bool copy = last_local_group_ >= 0 && id == last_local_id_ + rep;
+  if (copy) {
+    const auto& mine = plan_.groups[static_cast<std::size_t>(group)].ranks;
+    const auto& first = plan_.groups[static_cast<std::size_t>(last_local_group_)].ranks;
+    copy = mine.size() == first.size();
+    for (std::size_t i = 0; copy && i < mine.size(); ++i) copy = mine[i] == first[i] + rep * m.shard;
+  }
+  if (!copy) {
+    throw Error("plan: collective " + std::to_string(id) + " of group '" + plan_.groups[static_cast<std::size_t>(group)].name +
+                "' is not the replica-" + std::to_string(rep) + " copy of the last replica-0 collective: " + std::string(to_string(plan_.strategy)) +
+                " cannot be built from replica 0");
+  }
+}
+
 void PlanWriter::collective(int group, Op op) {
   op.group = group;
   op.stream = StreamKind::comm;
   op.collective = next_collective_++;
-  for (int rank : plan_.groups[static_cast<std::size_t>(group)].ranks) {
+  const auto& members = plan_.groups[static_cast<std::size_t>(group)].ranks;
+  if (replica_zero_only_) {
+    const bool inside = std::all_of(members.begin(), members.end(), [&](int r) { return r < plan_.mesh.shard; });
+    const bool outside = std::none_of(members.begin(), members.end(), [&](int r) { return r < plan_.mesh.shard; });
+    if (outside) {
+      check_copy(group, op.collective);  // finish() moves the replica-0 collective's ops here
+      return;
+    }
+    if (inside) last_local_group_ = group, last_local_id_ = op.collective;
+  }
+  for (int rank : members) {
+    if (!writes(rank)) continue;
     Op mine = op;
     mine.deps = dependencies(rank, mine);
     auto& ops = plan_.ranks[static_cast<std::size_t>(rank)];
@@ -152,6 +184,21 @@ void PlanWriter::collective(int group, Op op) {
     record_writes(rank, mine, index);
     ops.push_back(std::move(mine));
   }
+}
+
+Plan PlanWriter::finish() {
+  if (replica_zero_only_) {
+    const ReplicaMove move(plan_);
+    const int S = plan_.mesh.shard;
+    for (int r = S; r < plan_.mesh.world(); ++r) {
+      const auto& first = plan_.ranks[static_cast<std::size_t>(r % S)];
+      auto& mine = plan_.ranks[static_cast<std::size_t>(r)];
+      mine.reserve(first.size());
+      for (const Op& op : first) mine.push_back(move.moved(op, r / S));
+    }
+    plan_.replica_symmetric = true;
+  }
+  return std::move(plan_);
 }
 
 // One collective in every shard group over the group's parts of `param` (member s: shard s).

@@ -12,7 +12,13 @@ namespace dmuon {
 
 class PlanWriter {
  public:
-  PlanWriter(Strategy strategy, const ModelSpec& model, const Routing& routing, const Mesh& mesh);
+  // `replica_zero_only` (a replica-symmetric strategy, core/plan/replica_symmetry.hpp): ops of
+  // ranks outside replica 0 are not written; finish() moves replica 0's lists to them. Collective
+  // ids are numbered as when every rank is written, and a collective of another replica's group
+  // must be the copy of the last one written for replica 0 (the builders' order), else
+  // dmuon::Error.
+  PlanWriter(Strategy strategy, const ModelSpec& model, const Routing& routing, const Mesh& mesh,
+             bool replica_zero_only = false);
 
   const ModelSpec& model() const { return model_; }
   const Routing& routing() const { return routing_; }
@@ -46,7 +52,7 @@ class PlanWriter {
     return shard_region(model_, param, plan_.mesh.shard, plan_.mesh.shard_index_of(rank));
   }
 
-  Plan finish() { return std::move(plan_); }
+  Plan finish();
   Plan& plan() { return plan_; }
 
  private:
@@ -54,10 +60,19 @@ class PlanWriter {
   std::vector<int> dependencies(int rank, const Op& op);
   void record_writes(int rank, const Op& op, int index);
 
+  // Whether `rank` is written (replica-0 mode: only replica 0's ranks).
+  bool writes(int rank) const { return !replica_zero_only_ || rank < plan_.mesh.shard; }
+  // Replica-0 mode: checks that a collective of `group` (outside replica 0) numbered `id` is the
+  // copy of the last replica-0 collective written.
+  void check_copy(int group, std::int64_t id) const;
+
   const ModelSpec& model_;
   const Routing& routing_;
   Plan plan_;
+  bool replica_zero_only_ = false;
   std::int64_t next_collective_ = 0;
+  int last_local_group_ = -1;           // replica-0 mode: group and id of the last collective
+  std::int64_t last_local_id_ = -1;     // written of a group inside replica 0
   // Last writer (op index) of each (rank, parameter, buffer): last_writer_[rank][param *
   // kBufferKinds + buffer], -1 = none yet; a rank's table is sized on its first write. A flat
   // table instead of a map of tuples: the builders ask it once per op and rank (millions of

@@ -1,0 +1,97 @@
+// Plans built from replica 0 (PlanOptions::fold_replicas, PlanWriter's replica-0 mode): for the
+// data-parallel strategies, every op of every rank is the op of the Plan built rank by rank, over
+// meshes with uneven shards and one GPU a node; a builder order the move cannot follow is refused.
+#include <string>
+
+#include "catch_compat.hpp"
+#include "core/cost/device_profile.hpp"
+#include "core/error.hpp"
+#include "core/io/scenario.hpp"
+#include "core/plan/plan_writer.hpp"
+#include "core/plan/replica_symmetry.hpp"
+#include "core/plan/step_planner.hpp"
+
+using namespace dmuon;
+
+namespace {
+
+// Two blocks whose 2048-row matrices split unevenly over 3 GPUs; an untied vocabulary of 4096.
+Scenario scenario() {
+  return parse_scenario(
+      "name: fold\n"
+      "model:\n  name: small\n  transformer: {hidden: 2048, layers: 2, heads: 16, ffn: 5632, vocab: 4096}\n"
+      "optimizer: {preset: dmuon}\n"
+      "cluster: {nodes: 1, gpus_per_node: 1, gpu: h100-sxm}\n",
+      "fold.yaml");
+}
+
+Plan planned(const Scenario& s, Strategy strategy, const Mesh& mesh, bool fold) {
+  const Routing routing = route_parameters(s.model, s.routing);
+  StepPlanOptions o;
+  o.plan.fold_replicas = fold;
+  return plan_step(s.model, routing, s.optimizer, strategy, mesh, CostModel(device_profile("h100-sxm", "gpu")), o).plan;
+}
+
+}  // namespace
+
+TEST_CASE("a data-parallel Plan built from replica 0 is the Plan built rank by rank", "[plan][replica]") {
+  const Scenario s = scenario();
+  for (const Mesh mesh : {Mesh{2, 4}, Mesh{3, 3}, Mesh{4, 2}, Mesh{3, 1}}) {
+    for (Strategy strategy : {Strategy::adamw, Strategy::ddp_redundant, Strategy::fsdp_gather, Strategy::zero1_a2a}) {
+      INFO(mesh.to_string() << " " << to_string(strategy));
+      const Plan folded = planned(s, strategy, mesh, true);
+      const Plan per_rank = planned(s, strategy, mesh, false);
+      CHECK(folded.replica_symmetric);
+      CHECK(per_rank.replica_symmetric);
+      CHECK(folded.matrix_owner == per_rank.matrix_owner);
+      REQUIRE(folded.groups.size() == per_rank.groups.size());
+      for (std::size_t g = 0; g < folded.groups.size(); ++g) CHECK(folded.groups[g].ranks == per_rank.groups[g].ranks);
+      REQUIRE(folded.ranks.size() == per_rank.ranks.size());
+      for (std::size_t r = 0; r < folded.ranks.size(); ++r) {
+        INFO("rank " << r);
+        REQUIRE(folded.ranks[r].size() == per_rank.ranks[r].size());
+        for (std::size_t i = 0; i < folded.ranks[r].size(); ++i) {
+          INFO("op " << i << " '" << per_rank.ranks[r][i].label << "'");
+          CHECK(same_op(folded.ranks[r][i], per_rank.ranks[r][i]));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("the replica-0 writer refuses a collective that is not the copy of the last replica-0 one", "[plan][replica]") {
+  const Scenario s = scenario();
+  const Routing routing = route_parameters(s.model, s.routing);
+  const Mesh mesh{3, 2};
+  Op op;
+  op.kind = OpKind::all_reduce;
+  op.regions = {{0, 0, 8}};
+  {
+    PlanWriter w(Strategy::adamw, s.model, routing, mesh, true);
+    CHECK_THROWS_AS(w.collective(w.shard_group(1), op), Error);  // nothing of replica 0 before it
+  }
+  {
+    PlanWriter w(Strategy::adamw, s.model, routing, mesh, true);
+    w.collective(w.shard_group(0), op);
+    w.collective(w.shard_group(1), op);
+    try {
+      w.collective(w.replicate_group(0), op);  // spans replicas: written for replica 0's member
+      w.collective(w.shard_group(2), op);      // ids 0, 1, 2, 3: not shard[0]'s id 0 + 2
+      FAIL("accepted a collective out of the builders' order");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find("shard[2]") != std::string::npos);
+    }
+  }
+  PlanWriter w(Strategy::adamw, s.model, routing, mesh, true);
+  w.collective(w.shard_group(0), op);
+  w.collective(w.shard_group(1), op);
+  w.collective(w.shard_group(2), op);
+  w.compute(4, op);  // rank (2, 0): not written, moved from rank 0 at finish
+  const Plan plan = w.finish();
+  CHECK(plan.replica_symmetric);
+  REQUIRE(plan.ranks.at(5).size() == 1);
+  CHECK(plan.ranks[5][0].group == w.shard_group(2));
+  CHECK(plan.ranks[5][0].collective == 2);
+  CHECK(plan.ranks[2][0].collective == 1);
+  CHECK(plan.ranks[4].size() == 1);  // the compute op was not written for rank 4 itself
+}
