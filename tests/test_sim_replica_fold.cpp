@@ -155,6 +155,42 @@ TEST_CASE("a Plan marked replica-symmetric whose replica differs is refused with
   CHECK_NOTHROW(sp.plan.validate(s.model, routing));
 }
 
+TEST_CASE("validating replica 0 for a replica-symmetric Plan still finds what every rank would show", "[plan][replica]") {
+  const Scenario s = scenario(2, 4, false, false);
+  const CostModel cost = sim::scenario_cost_model(s);
+  const Routing routing = route_parameters(s.model, s.routing);
+  const StepPlan sp = plan_step(s.model, routing, s.optimizer, Strategy::adamw, mesh_for_cluster(s.cluster), cost, {});
+  // The same change on ranks 1 and 5 (position 1 of both replicas): still replica-symmetric.
+  {  // rank (r, 1) issues two collectives of its shard group in the other order: the group's order differs
+    Plan p = sp.plan;
+    for (int r : {1, 5}) {
+      auto& ops = p.ranks[static_cast<std::size_t>(r)];
+      std::size_t a = ops.size(), b = ops.size();
+      for (std::size_t i = 0; i < ops.size() && b == ops.size(); ++i) {
+        if (!is_collective(ops[i].kind) || ops[i].phase != Phase::forward) continue;
+        (a == ops.size() ? a : b) = i;
+      }
+      REQUIRE(b < ops.size());
+      std::swap(ops[a].collective, ops[b].collective);
+      std::swap(ops[a].parts, ops[b].parts);
+      std::swap(ops[a].label, ops[b].label);
+    }
+    CHECK_NOTHROW(check_replica_symmetric(p));
+    CHECK_THROWS_AS(p.validate(s.model, routing), Error);
+  }
+  {  // rank (r, 1) drops its last op (an update): its shard of that parameter is updated by no rank
+    Plan p = sp.plan;
+    for (int r : {1, 5}) p.ranks[static_cast<std::size_t>(r)].pop_back();
+    CHECK_NOTHROW(check_replica_symmetric(p));
+    try {
+      p.validate(s.model, routing);
+      FAIL("validate accepted a Plan that leaves elements without an update");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find("updated by no rank") != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("ReplicaMove moves a replica-0 collective's group, id, root and transfers", "[plan][replica]") {
   Plan plan;
   plan.mesh = {3, 2};

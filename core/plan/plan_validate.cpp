@@ -270,13 +270,18 @@ void Plan::validate(const ModelSpec& model, const Routing& routing) const {
   if (traits(strategy).has_owners()) {
     if (matrix_owner.size() != routing.muon_matrices.size()) fail("matrix_owner does not cover every Muon matrix");
   }
+  if (replica_symmetric && mesh.replicate > 1) {
+    // Replica 0 stands for the others once they are its lists moved (replica_zero says why).
+    check_replica_symmetric(*this);
+    replica_zero(*this).validate(model, routing);
+    return;
+  }
   check_dependencies_and_groups(*this);
   check_collectives_match(*this);
   check_no_deadlock(*this);
   check_sharded_ns(*this, routing);
   check_newton_schulz(*this, routing);
   check_updates(*this, model, routing);
-  if (replica_symmetric) check_replica_symmetric(*this);
 }
 
 }  // namespace dmuon

@@ -72,6 +72,25 @@ bool same_fields(const Op& a, const Op& b, bool moved_ones) {
          a.payload_bytes == b.payload_bytes;
 }
 
+Plan replica_zero(const Plan& plan) {
+  Plan q;
+  q.strategy = plan.strategy;
+  q.mesh = {1, plan.mesh.shard};
+  q.bytes_per_element = plan.bytes_per_element;
+  q.matrix_owner = plan.matrix_owner;
+  q.groups.reserve(plan.groups.size());
+  for (const CommGroup& g : plan.groups) {
+    CommGroup cut{g.name, {}};
+    for (int r : g.ranks) {
+      if (r < plan.mesh.shard) cut.ranks.push_back(r);
+    }
+    q.groups.push_back(std::move(cut));
+  }
+  const auto S = std::min(plan.ranks.size(), static_cast<std::size_t>(plan.mesh.shard));
+  q.ranks.assign(plan.ranks.begin(), plan.ranks.begin() + static_cast<std::ptrdiff_t>(S));
+  return q;
+}
+
 void check_replica_symmetric(const Plan& plan) {
   const ReplicaMove move(plan);
   const int S = plan.mesh.shard;

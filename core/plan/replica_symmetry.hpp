@@ -44,6 +44,16 @@ class ReplicaMove {
 // first rank and op that differ (for Plans marked replica_symmetric: Plan::validate calls it).
 void check_replica_symmetric(const Plan& plan);
 
+// Replica 0 of a replica-symmetric Plan as a Plan of its own: its ranks' lists, a 1 x S mesh,
+// every group cut to its members in replica 0. With the Plan checked replica-symmetric, it is
+// valid (Plan::validate) exactly when the whole Plan is: each replica's lists are replica 0's
+// moved, so a collective of a replica's own group matches on its members as its replica-0
+// original does, one of a group across replicas has the same op on every member, members issue
+// a group's collectives in the same order, and the ranks, all moving in step, deadlock exactly
+// when replica 0's do (a collective completes when its members reach it, whatever the
+// interleaving); updates cover the same elements in every replica.
+Plan replica_zero(const Plan& plan);
+
 // Every field of two ops equal (Op has no operator==: its label and vectors make it costly).
 bool same_op(const Op& a, const Op& b);
 // The same, leaving out the fields a move to another replica changes (group, root, transfers,
