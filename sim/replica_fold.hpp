@@ -38,6 +38,11 @@ class ReplicaFold {
   bool order_kept(const std::vector<std::pair<int, int>>& neighbours, const std::vector<int>& positions) const;
   // Rank (0, s)'s list as rank (rep, s) runs it.
   std::vector<SimOp> moved(const std::vector<SimOp>& ops, int rep) const;
+  // The copies (StepProgram::replica_copies) of the `count` collectives of one step.
+  std::vector<std::vector<int>> take_copies(std::size_t count) {
+    copies_.resize(count);
+    return std::move(copies_);
+  }
   // Collective c as replica rep sees it.
   int collective(int c, int rep) const {
     const auto k = static_cast<std::size_t>(c);

@@ -39,11 +39,12 @@ double sleep_until(double t_s) {
 
 void Runner::start(const std::vector<sg4::Host*>& hosts) {
   hosts_ = hosts;
-  ranks_.resize(prog_.ranks.size());
+  ranks_.resize(prog_.world());
   reduce_dependencies();
-  for (std::size_t r = 0; r < prog_.ranks.size(); ++r) {
+  for (std::size_t r = 0; r < ranks_.size(); ++r) {
     RankSync& rs = ranks_[r];
-    const std::size_t n = prog_.ranks[r].size();
+    const auto& ops = prog_.ops(r);
+    const std::size_t n = ops.size();
     rs.done.assign(n, 0);
     rs.start.assign(n, 0);
     rs.end.assign(n, 0);
@@ -53,7 +54,7 @@ void Runner::start(const std::vector<sg4::Host*>& hosts) {
     rs.wait_stream.assign(kStreams, -1);
     rs.wait_count.assign(kStreams, 0);
     std::vector<std::vector<int>> by_stream(kStreams);
-    for (std::size_t i = 0; i < n; ++i) by_stream[static_cast<std::size_t>(prog_.ranks[r][i].stream)].push_back(static_cast<int>(i));
+    for (std::size_t i = 0; i < n; ++i) by_stream[static_cast<std::size_t>(ops[i].stream)].push_back(static_cast<int>(i));
     for (int s = 0; s < kStreams; ++s) {
       if (by_stream[s].empty()) continue;
       sg4::Actor::create("r" + std::to_string(r) + "s" + std::to_string(s), hosts_[r],
@@ -63,7 +64,7 @@ void Runner::start(const std::vector<sg4::Host*>& hosts) {
   if (contended()) {
     for (std::size_t r = 0; r < ranks_.size(); ++r) {
       RankSync& rs = ranks_[r];
-      rs.slowed.assign(prog_.ranks[r].size(), 0);
+      rs.slowed.assign(prog_.ops(r).size(), 0);
       rs.nccl_mutex = sg4::Mutex::create(), rs.nccl_changed = sg4::ConditionVariable::create();
     }
   }
@@ -72,10 +73,10 @@ void Runner::start(const std::vector<sg4::Host*>& hosts) {
   barrier_.cv = sg4::ConditionVariable::create();
   long first = 0;
   bool second = false;
-  for (const auto& ops : prog_.ranks) {
+  for (const auto& ops : prog_.ranks) {  // each list runs on `replicas` ranks
     for (const SimOp& op : ops) {
       if (op.issue_clock == 0) {
-        ++first;
+        first += prog_.replicas;
       } else {
         second = true;
       }
@@ -84,6 +85,7 @@ void Runner::start(const std::vector<sg4::Host*>& hosts) {
   if (second && prog_.issue_s_per_launch) barrier_.pending = first;
 }
 
+// Per list of the program (a folded program's replicas share theirs: list r % S).
 void Runner::reduce_dependencies() {
   need_begin_.assign(prog_.ranks.size(), {});
   needs_.clear();
@@ -132,7 +134,7 @@ void Runner::pass_barrier() {
 
 void Runner::wait_needs(int rank, int stream, int op) {
   RankSync& rs = ranks_[static_cast<std::size_t>(rank)];
-  const auto& begin = need_begin_[static_cast<std::size_t>(rank)];
+  const auto& begin = need_begin_[static_cast<std::size_t>(rank) % need_begin_.size()];
   for (std::size_t k = begin[static_cast<std::size_t>(op)]; k < begin[static_cast<std::size_t>(op) + 1]; ++k) {
     const Need n = needs_[k];
     rs.wait_stream[stream] = n.stream;
@@ -177,7 +179,7 @@ void Runner::stream_actor(int rank, int stream, const std::vector<int>& ops) {
   const bool slowed = contended();
   const bool stretches = collective_slowdown() > 0;
   for (int i : ops) {
-    const SimOp& op = prog_.ranks[static_cast<std::size_t>(rank)][static_cast<std::size_t>(i)];
+    const SimOp& op = prog_.ops(static_cast<std::size_t>(rank))[static_cast<std::size_t>(i)];
     if (reference_) {
       wait_all_deps(rank, stream, op.deps);
     } else {
@@ -188,11 +190,12 @@ void Runner::stream_actor(int rank, int stream, const std::vector<int>& ops) {
     if (host) rs.host_wait[k] = sleep_until(origin_s + op.issued_s);
     rs.start[k] = sg4::Engine::get_clock();
     if (op.collective >= 0) {
-      const bool nccl = slowed && prog_.collectives[static_cast<std::size_t>(op.collective)].call.members.size() > 1;
+      const int c = prog_.collective(static_cast<std::size_t>(rank), op.collective);
+      const bool nccl = slowed && prog_.collectives[static_cast<std::size_t>(c)].call.members.size() > 1;
       if (nccl) nccl_enters(rank);
-      arrive(op.collective);
+      arrive(c);
       if (nccl) nccl_leaves(rank);
-      rs.start[k] = std::max(rs.start[k], colls_[static_cast<std::size_t>(op.collective)].start);
+      rs.start[k] = std::max(rs.start[k], colls_[static_cast<std::size_t>(c)].start);
     } else if (op.seconds > 0) {
       // The GPU work first, at the rate NCCL beside it allows, then what is left of the unit's
       // wait for the host: a host-paced unit takes max(its paced time, its GPU work slowed).
@@ -262,7 +265,7 @@ void Runner::check_finished() const {
   for (std::size_t r = 0; r < ranks_.size(); ++r) {
     for (std::size_t i = 0; i < ranks_[r].done.size(); ++i) {
       if (ranks_[r].done[i]) continue;
-      const SimOp& op = prog_.ranks[r][i];
+      const SimOp& op = prog_.ops(r)[i];
       throw Error("sim: deadlock: rank " + std::to_string(r) + " op " + std::to_string(i) + " '" + op.category + " " +
                   op.label + "' never ran");
     }
@@ -274,7 +277,7 @@ void Runner::check_finished() const {
 SimOutcome Runner::outcome() const {
   SimOutcome o;
   // A program built by hand (tests) holds one step and may leave last_step_begin empty.
-  auto last_step_begin = [&](std::size_t r) { return r < prog_.last_step_begin.size() ? prog_.last_step_begin[r] : 0; };
+  auto last_step_begin = [&](std::size_t r) { return prog_.step_begin(r); };
   double origin = 0;
   for (std::size_t r = 0; r < ranks_.size(); ++r) {
     for (std::size_t i = 0; i < last_step_begin(r); ++i) origin = std::max(origin, ranks_[r].end[i]);
@@ -284,13 +287,13 @@ SimOutcome Runner::outcome() const {
     double end = 0, busy = 0, opt = 0;
     std::map<std::string, double> by_source;
     for (std::size_t i = last_step_begin(r); i < ranks_[r].end.size(); ++i) {
-      const SimOp& op = prog_.ranks[r][i];
+      const SimOp& op = prog_.ops(r)[i];
       end = std::max(end, ranks_[r].end[i] - origin);
       if (op.phase != Phase::optimizer) o.grads_ready_s = std::max(o.grads_ready_s, ranks_[r].end[i] - origin);
       // Waiting for the host: the calibration's executor_issue_us priced it.
       if (ranks_[r].host_wait[i] > 0) by_source["measured"] += ranks_[r].host_wait[i];
       if (op.collective >= 0) {
-        const CollectiveSync& cs = colls_[static_cast<std::size_t>(op.collective)];
+        const CollectiveSync& cs = colls_[static_cast<std::size_t>(prog_.collective(r, op.collective))];
         by_source[op.source] += cs.end - cs.start;
         continue;
       }

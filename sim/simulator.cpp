@@ -46,8 +46,8 @@ SimOutcome from_json(const json& j) {
 SimOutcome simulate_here(const StepProgram& program, const ClusterSpec& cluster, const SimOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   const Topology topo(cluster);
-  if (static_cast<int>(program.ranks.size()) != topo.world()) {
-    throw Error("sim: the plan has " + std::to_string(program.ranks.size()) + " ranks but the cluster has " +
+  if (static_cast<int>(program.world()) != topo.world()) {
+    throw Error("sim: the plan has " + std::to_string(program.world()) + " ranks but the cluster has " +
                 std::to_string(topo.world()) + " GPUs (cluster.nodes x cluster.gpus_per_node)");
   }
   int argc = 1;

@@ -33,6 +33,7 @@ std::string describe_shares(const std::map<std::string_view, double>& seconds_by
 // k-1's copy of its producer. Host issue times continue on the rank's one clock.
 void repeat_steps(StepProgram& prog, int steps) {
   const std::size_t C = prog.collectives.size();
+  prog.collectives_per_step = C;
   prog.steps = steps;
   prog.last_step_collectives = C * static_cast<std::size_t>(steps - 1);
   for (int k = 1; k < steps; ++k) {
@@ -127,6 +128,8 @@ StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const R
   const auto build = [&](bool merge, ReplicaFold* fold) {
     prog.ranks.clear();
     prog.collectives.clear();
+    prog.replicas = 1;
+    prog.replica_copies.clear();
     RankBuilder builder(prog, plan, routing, units, training, options.plan_as_is, merge, issue_s.has_value());
     builder.ns = &optimizer.muon.ns;
     builder.cost = &cost;
@@ -149,6 +152,11 @@ StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const R
     prog.built_ranks = built;
     if (fold) {
       if (!fold->add_copies(prog, before) || !fold->order_kept(neighbours, builder.positions)) return false;
+      if (options.keep_folded) {
+        prog.replicas = plan.mesh.replicate;
+        prog.replica_copies = fold->take_copies(prog.collectives.size());
+        return true;
+      }
       for (int rep = 1; rep < plan.mesh.replicate; ++rep) {
         for (std::size_t s = 0; s < built; ++s) prog.ranks.push_back(fold->moved(prog.ranks[s], rep));
       }

@@ -110,6 +110,27 @@ struct SimCollective {
 struct StepProgram {
   std::vector<std::vector<SimOp>> ranks;
   std::vector<SimCollective> collectives;
+  // Folded (ProgramOptions::keep_folded, a replica-symmetric Plan): `ranks` holds replica 0's S
+  // lists and rank r of the world() runs list r % S, its collectives moved to replica r / S by
+  // collective(r, c); replica_copies[c][rep - 1] is collective c's copy in replica rep (empty:
+  // c is shared by every replica), for the first step's collectives (step k's are those + k x
+  // collectives_per_step). Unfolded: replicas == 1 and rank r runs ranks[r] as is.
+  int replicas = 1;
+  std::vector<std::vector<int>> replica_copies;
+  std::size_t collectives_per_step = 0;
+  std::size_t world() const { return ranks.size() * static_cast<std::size_t>(replicas); }
+  const std::vector<SimOp>& ops(std::size_t rank) const { return ranks[replicas == 1 ? rank : rank % ranks.size()]; }
+  int collective(std::size_t rank, int c) const {
+    if (replicas == 1 || c < 0 || rank < ranks.size()) return c;
+    const std::size_t rep = rank / ranks.size();
+    const std::size_t k = static_cast<std::size_t>(c) / collectives_per_step, first = static_cast<std::size_t>(c) % collectives_per_step;
+    const auto& copies = replica_copies[first];
+    return copies.empty() ? c : copies[rep - 1] + static_cast<int>(k * collectives_per_step);
+  }
+  std::size_t step_begin(std::size_t rank) const {  // last_step_begin of the rank's list (0: none)
+    const std::size_t list = replicas == 1 ? rank : rank % ranks.size();
+    return list < last_step_begin.size() ? last_step_begin[list] : 0;
+  }
   // Steps simulated back to back: ranks[r] holds `steps` copies of one step's list, the last
   // reported; last_step_begin[r] is the index of its first op in ranks[r], and collectives
   // from last_step_collectives on are its launches.
@@ -150,6 +171,10 @@ struct ProgramOptions {
   // (sim/replica_fold.hpp): the same program, built R times faster. Off: every rank is built
   // (the tests' reference; run_strategy then builds every rank's Plan too).
   bool fold_replicas = true;
+  // With fold_replicas: keep the program folded (StepProgram::replicas), every replica sharing
+  // replica 0's lists, instead of copying them to every rank. The simulator runs either; tests
+  // that read ranks[r] directly want them copied.
+  bool keep_folded = false;
 };
 
 // Host issue times of one rank's ops (before merge_compute_runs), from their `launches` in list

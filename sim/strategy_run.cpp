@@ -45,6 +45,7 @@ json run_here(const Scenario& scenario, Strategy strategy, const CostModel& cost
   if (options.check_memory) check_fits(strategy, memory, scenario.cluster.gpu_memory_GiB);
   ProgramOptions program_options = options.program;
   program_options.steps = scenario.sim_steps;  // the benchmark's Plan as is (plan_as_is) runs one
+  program_options.keep_folded = true;          // the runner shares a replica's lists (StepProgram::replicas)
   auto* program = new StepProgram(build_step_program(step->plan, scenario.model, routing, scenario.optimizer, cost,
                                                      scenario.training, program_options));
   apply_measured_collectives(*program, cost, static_cast<int>(scenario.cluster.gpus_per_node));

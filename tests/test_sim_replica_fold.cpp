@@ -12,6 +12,7 @@
 #include "core/plan/step_planner.hpp"
 #include "sim/measured_collectives.hpp"
 #include "sim/replica_fold.hpp"
+#include "sim/simulator.hpp"
 #include "sim/step_program.hpp"
 #include "sim/strategy_run.hpp"
 
@@ -239,6 +240,46 @@ TEST_CASE("the program folded from replica 0 is the program built rank by rank",
       CHECK(b.folded.built_ranks == static_cast<std::size_t>(c.gpus));  // folded, not fallen back
       CHECK(b.per_rank.built_ranks == static_cast<std::size_t>(c.nodes * c.gpus));
       same_program(b.folded, b.per_rank);
+    }
+  }
+}
+
+TEST_CASE("a program kept folded simulates exactly as the program copied to every rank", "[sim][replica]") {
+  const std::string calibration = std::string(DMUON_SOURCE_DIR) + "/scenarios/calibration/h100-sxm-x2.yaml";
+  for (const bool calibrated : {false, true}) {
+    const Scenario s = scenario(3, 4, calibrated, calibrated);
+    const CostModel cost = sim::scenario_cost_model(s, calibrated ? calibration : "");
+    const Routing routing = route_parameters(s.model, s.routing);
+    for (Strategy strategy : {Strategy::fsdp_gather, Strategy::zero1_a2a}) {
+      INFO((calibrated ? "calibrated " : "") << to_string(strategy));
+      const StepPlan sp = plan_step(s.model, routing, s.optimizer, strategy, mesh_for_cluster(s.cluster), cost, {});
+      sim::ProgramOptions o;
+      o.steps = 2;
+      const sim::StepProgram copied = sim::build_step_program(sp.plan, s.model, routing, s.optimizer, cost, s.training, o);
+      o.keep_folded = true;
+      const sim::StepProgram kept = sim::build_step_program(sp.plan, s.model, routing, s.optimizer, cost, s.training, o);
+      REQUIRE(kept.replicas == 3);
+      REQUIRE(kept.ranks.size() == 4);
+      CHECK(kept.world() == copied.ranks.size());
+      for (std::size_t r = 0; r < kept.world(); ++r) {
+        REQUIRE(kept.ops(r).size() == copied.ranks[r].size());
+        for (std::size_t i = 0; i < kept.ops(r).size(); ++i) {
+          CHECK(kept.collective(r, kept.ops(r)[i].collective) == copied.ranks[r][i].collective);
+        }
+      }
+      sim::SimOptions so;
+      const sim::SimOutcome a = sim::simulate(kept, s.cluster, so), b = sim::simulate(copied, s.cluster, so);
+      CHECK(a.step_s == b.step_s);
+      CHECK(a.grads_ready_s == b.grads_ready_s);
+      CHECK(a.critical_compute_busy_s == b.critical_compute_busy_s);
+      CHECK(a.optimizer_compute_s == b.optimizer_compute_s);
+      CHECK(a.critical_seconds_by_source == b.critical_seconds_by_source);
+      REQUIRE(a.collectives.size() == b.collectives.size());
+      for (std::size_t c = 0; c < a.collectives.size(); ++c) {
+        CHECK(a.collectives[c].start_s == b.collectives[c].start_s);
+        CHECK(a.collectives[c].end_s == b.collectives[c].end_s);
+        CHECK(a.collectives[c].group == b.collectives[c].group);
+      }
     }
   }
 }
