@@ -91,15 +91,17 @@ StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const R
   // Ranks (rep, s) of a replica-symmetric Plan run rank (0, s)'s ops: priced once.
   const bool fold = options.fold_replicas && plan.replica_symmetric && plan.mesh.replicate > 1;
   const std::size_t S = static_cast<std::size_t>(plan.mesh.shard);
+  const std::size_t world = static_cast<std::size_t>(plan.mesh.world());
   std::vector<std::vector<NsTime>> seconds(plan.ranks.size());
   std::vector<bool> priced(plan.ranks.size(), false);
-  const auto price = [&](std::size_t r) -> const std::vector<NsTime>& {
+  const auto price = [&](std::size_t rank) -> const std::vector<NsTime>& {
+    const std::size_t r = rank < plan.ranks.size() ? rank : rank % S;  // a folded Plan's other replicas: the same ops
     if (!priced[r]) seconds[r] = rank_compute_times(plan.ranks[r], routing, optimizer, cost), priced[r] = true;
     return seconds[r];
   };
   std::map<std::string_view, double> optimizer_by_source;
-  for (std::size_t r = 0; r < plan.ranks.size(); ++r) {
-    const std::size_t same = fold ? r % S : r;  // summed in rank order either way: the same sums
+  for (std::size_t r = 0; r < world; ++r) {
+    const std::size_t same = fold || plan.folded ? r % S : r;  // summed in rank order either way: the same sums
     const auto& mine = price(same);
     for (std::size_t i = 0; i < plan.ranks[same].size(); ++i) {
       if (!is_collective(plan.ranks[same][i].kind)) optimizer_by_source[mine[i].source] += mine[i].seconds;
@@ -125,7 +127,7 @@ StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const R
   prog.collective_slowdown_beside_compute = cost.collective_slowdown_beside_compute();
   // One build of the collectives and rank lists; false when `fold` would not give exactly what
   // building every rank gives (sim/replica_fold.hpp), nothing kept.
-  const auto build = [&](bool merge, ReplicaFold* fold) {
+  const auto build = [&](const Plan& plan, bool merge, ReplicaFold* fold) {
     prog.ranks.clear();
     prog.collectives.clear();
     prog.replicas = 1;
@@ -167,7 +169,14 @@ StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const R
     try {
       std::optional<ReplicaFold> folding;
       if (fold) folding.emplace(plan);
-      if (!build(merge, folding ? &*folding : nullptr)) build(merge, nullptr);
+      if (!folding || !build(plan, merge, &*folding)) {
+        // Every rank built instead; a folded Plan first gets every rank's list.
+        if (plan.folded) {
+          build(unfolded(plan), merge, nullptr);
+        } else {
+          build(plan, merge, nullptr);
+        }
+      }
     } catch (const MergeCycle&) {
       if (!merge) throw;
       prog.launches_note = "one launch per Plan collective (merging a layer's launches would form a cycle)";

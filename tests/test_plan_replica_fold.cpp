@@ -59,6 +59,34 @@ TEST_CASE("a data-parallel Plan built from replica 0 is the Plan built rank by r
   }
 }
 
+TEST_CASE("a Plan kept folded holds replica 0's lists, validates, and unfolds to the Plan built rank by rank",
+          "[plan][replica]") {
+  const Scenario s = scenario();
+  const Routing routing = route_parameters(s.model, s.routing);
+  for (Strategy strategy : {Strategy::fsdp_gather, Strategy::zero1_a2a}) {
+    INFO(to_string(strategy));
+    StepPlanOptions o;
+    o.plan.keep_folded = true;
+    const Mesh mesh{3, 3};
+    const Plan folded = plan_step(s.model, routing, s.optimizer, strategy, mesh, CostModel(device_profile("h100-sxm", "gpu")), o).plan;
+    CHECK(folded.folded);
+    CHECK(folded.replica_symmetric);
+    REQUIRE(folded.ranks.size() == 3);
+    CHECK_NOTHROW(folded.validate(s.model, routing));
+    const Plan every = unfolded(folded);
+    const Plan per_rank = planned(s, strategy, mesh, false);
+    CHECK_FALSE(every.folded);
+    REQUIRE(every.ranks.size() == per_rank.ranks.size());
+    for (std::size_t r = 0; r < every.ranks.size(); ++r) {
+      REQUIRE(every.ranks[r].size() == per_rank.ranks[r].size());
+      for (std::size_t i = 0; i < every.ranks[r].size(); ++i) CHECK(same_op(every.ranks[r][i], per_rank.ranks[r][i]));
+    }
+    Plan broken = folded;
+    broken.ranks.pop_back();  // a folded Plan short of a position
+    CHECK_THROWS_AS(broken.validate(s.model, routing), Error);
+  }
+}
+
 TEST_CASE("the replica-0 writer refuses a collective that is not the copy of the last replica-0 one", "[plan][replica]") {
   const Scenario s = scenario();
   const Routing routing = route_parameters(s.model, s.routing);

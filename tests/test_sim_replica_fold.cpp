@@ -257,7 +257,14 @@ TEST_CASE("a program kept folded simulates exactly as the program copied to ever
       o.steps = 2;
       const sim::StepProgram copied = sim::build_step_program(sp.plan, s.model, routing, s.optimizer, cost, s.training, o);
       o.keep_folded = true;
-      const sim::StepProgram kept = sim::build_step_program(sp.plan, s.model, routing, s.optimizer, cost, s.training, o);
+      // From the Plan kept folded too (PlanOptions::keep_folded), as run_strategy builds it.
+      StepPlanOptions po;
+      po.plan.keep_folded = true;
+      const StepPlan folded = plan_step(s.model, routing, s.optimizer, strategy, mesh_for_cluster(s.cluster), cost, po);
+      REQUIRE(folded.plan.folded);
+      const sim::StepProgram kept = sim::build_step_program(folded.plan, s.model, routing, s.optimizer, cost, s.training, o);
+      o.fold_replicas = false;  // a folded Plan built rank by rank: unfolded first
+      same_program(sim::build_step_program(folded.plan, s.model, routing, s.optimizer, cost, s.training, o), copied);
       REQUIRE(kept.replicas == 3);
       REQUIRE(kept.ranks.size() == 4);
       CHECK(kept.world() == copied.ranks.size());

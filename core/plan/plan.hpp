@@ -131,6 +131,10 @@ struct Plan {
   // consumers may build replica 0's part once. Set by build_plan for the data-parallel strategies
   // on several replicas; validate checks it.
   bool replica_symmetric = false;
+  // Of a replica-symmetric Plan, only replica 0's lists are held (ranks.size() == mesh.shard):
+  // rank r runs ranks[r % shard] moved to replica r / shard (ReplicaMove). Only the simulator asks
+  // for it (PlanOptions::keep_folded); every other consumer gets every rank's list.
+  bool folded = false;
 
   // Throws dmuon::Error naming rank, op and collective on the first problem: a dependency that
   // is not an earlier op, a Muon matrix without exactly one Newton-Schulz (owner strategies) or

@@ -244,7 +244,7 @@ Plan build_plan(Strategy strategy, const ModelSpec& model, const Routing& routin
   // ops moved (core/plan/replica_symmetry.hpp; Plan::validate checks it), zero1-a2a's owners
   // being shard positions of every replica. The owner strategies spread owners over all ranks.
   const bool symmetric = mesh.replicate > 1 && traits(strategy).ns_ranks != NsRanks::owner;
-  PlanWriter w(strategy, model, routing, mesh, symmetric && options.fold_replicas);
+  PlanWriter w(strategy, model, routing, mesh, symmetric && options.fold_replicas, options.keep_folded);
   Plan plan;
   switch (strategy) {
     case Strategy::adamw: plan = build_adamw(w); break;

@@ -40,6 +40,8 @@ struct PlanOptions {
   // building every rank; the same Plan, R times less building. Off: every rank built (the
   // reference tests/test_plan_replica_fold.cpp compares it with).
   bool fold_replicas = true;
+  // With fold_replicas: leave the Plan folded (Plan::folded), replica 0's lists only.
+  bool keep_folded = false;
 };
 
 // `owner` per Muon matrix: for `dedicated` the owner's global rank; for `zero1-a2a` the owner's

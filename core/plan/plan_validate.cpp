@@ -264,15 +264,17 @@ void check_newton_schulz(const Plan& plan, const Routing& routing) {
 }  // namespace
 
 void Plan::validate(const ModelSpec& model, const Routing& routing) const {
-  if (static_cast<int>(ranks.size()) != mesh.world()) {
-    fail(std::to_string(ranks.size()) + " rank lists for a mesh of " + std::to_string(mesh.world()) + " ranks");
+  if (static_cast<int>(ranks.size()) != (folded ? mesh.shard : mesh.world())) {
+    fail(std::to_string(ranks.size()) + " rank lists for a" + (folded ? " folded Plan of " + std::to_string(mesh.shard) + " positions" : " mesh of " + std::to_string(mesh.world()) + " ranks"));
   }
+  if (folded && !replica_symmetric) fail("folded but not replica-symmetric");
   if (traits(strategy).has_owners()) {
     if (matrix_owner.size() != routing.muon_matrices.size()) fail("matrix_owner does not cover every Muon matrix");
   }
   if (replica_symmetric && mesh.replicate > 1) {
-    // Replica 0 stands for the others once they are its lists moved (replica_zero says why).
-    check_replica_symmetric(*this);
+    // Replica 0 stands for the others once they are its lists moved (replica_zero says why);
+    // a folded Plan holds nothing else.
+    if (!folded) check_replica_symmetric(*this);
     replica_zero(*this).validate(model, routing);
     return;
   }

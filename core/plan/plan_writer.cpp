@@ -8,8 +8,11 @@
 namespace dmuon {
 
 PlanWriter::PlanWriter(Strategy strategy, const ModelSpec& model, const Routing& routing, const Mesh& mesh,
-                       bool replica_zero_only)
-    : model_(model), routing_(routing), replica_zero_only_(replica_zero_only && mesh.replicate > 1) {
+                       bool replica_zero_only, bool keep_folded)
+    : model_(model),
+      routing_(routing),
+      replica_zero_only_(replica_zero_only && mesh.replicate > 1),
+      keep_folded_(keep_folded) {
   plan_.strategy = strategy;
   plan_.mesh = mesh;
   plan_.ranks.resize(static_cast<std::size_t>(mesh.world()));
@@ -188,15 +191,9 @@ void PlanWriter::collective(int group, Op op) {
 
 Plan PlanWriter::finish() {
   if (replica_zero_only_) {
-    const ReplicaMove move(plan_);
-    const int S = plan_.mesh.shard;
-    for (int r = S; r < plan_.mesh.world(); ++r) {
-      const auto& first = plan_.ranks[static_cast<std::size_t>(r % S)];
-      auto& mine = plan_.ranks[static_cast<std::size_t>(r)];
-      mine.reserve(first.size());
-      for (const Op& op : first) mine.push_back(move.moved(op, r / S));
-    }
-    plan_.replica_symmetric = true;
+    plan_.ranks.resize(static_cast<std::size_t>(plan_.mesh.shard));
+    plan_.replica_symmetric = plan_.folded = true;
+    if (!keep_folded_) unfold(plan_);
   }
   return std::move(plan_);
 }

@@ -17,8 +17,9 @@ class PlanWriter {
   // ids are numbered as when every rank is written, and a collective of another replica's group
   // must be the copy of the last one written for replica 0 (the builders' order), else
   // dmuon::Error.
+  // With `keep_folded` the Plan stays folded (Plan::folded) instead.
   PlanWriter(Strategy strategy, const ModelSpec& model, const Routing& routing, const Mesh& mesh,
-             bool replica_zero_only = false);
+             bool replica_zero_only = false, bool keep_folded = false);
 
   const ModelSpec& model() const { return model_; }
   const Routing& routing() const { return routing_; }
@@ -70,6 +71,7 @@ class PlanWriter {
   const Routing& routing_;
   Plan plan_;
   bool replica_zero_only_ = false;
+  bool keep_folded_ = false;
   std::int64_t next_collective_ = 0;
   int last_local_group_ = -1;           // replica-0 mode: group and id of the last collective
   std::int64_t last_local_id_ = -1;     // written of a group inside replica 0

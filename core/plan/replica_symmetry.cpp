@@ -72,6 +72,26 @@ bool same_fields(const Op& a, const Op& b, bool moved_ones) {
          a.payload_bytes == b.payload_bytes;
 }
 
+void unfold(Plan& plan) {
+  if (!plan.folded) return;
+  const ReplicaMove move(plan);
+  const int S = plan.mesh.shard;
+  plan.ranks.resize(static_cast<std::size_t>(plan.mesh.world()));
+  for (int r = S; r < plan.mesh.world(); ++r) {
+    const auto& first = plan.ranks[static_cast<std::size_t>(r % S)];
+    auto& mine = plan.ranks[static_cast<std::size_t>(r)];
+    mine.reserve(first.size());
+    for (const Op& op : first) mine.push_back(move.moved(op, r / S));
+  }
+  plan.folded = false;
+}
+
+Plan unfolded(const Plan& plan) {
+  Plan out = plan;
+  unfold(out);
+  return out;
+}
+
 Plan replica_zero(const Plan& plan) {
   Plan q;
   q.strategy = plan.strategy;

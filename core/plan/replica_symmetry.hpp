@@ -44,6 +44,10 @@ class ReplicaMove {
 // first rank and op that differ (for Plans marked replica_symmetric: Plan::validate calls it).
 void check_replica_symmetric(const Plan& plan);
 
+// A folded Plan (Plan::folded) with every rank's list: replica 0's moved to the others.
+void unfold(Plan& plan);
+Plan unfolded(const Plan& plan);
+
 // Replica 0 of a replica-symmetric Plan as a Plan of its own: its ranks' lists, a 1 x S mesh,
 // every group cut to its members in replica 0. With the Plan checked replica-symmetric, it is
 // valid (Plan::validate) exactly when the whole Plan is: each replica's lists are replica 0's
