@@ -26,12 +26,15 @@ LEASES = [
     ("2xh200 01:40", "reports/measured/2xh200/lease-2026-11-26-0140/calibrate/h200.yaml",
      "reports/measured/2xh200/lease-2026-11-26-0140/calibrate", "reports/measured/2xh200/lease-2026-11-26-0140"),
     ("2xh100 15:15", "reports/measured/2xh100/calibrate-2026-11-26-1515/h100-sxm-x2.yaml",
-     "reports/measured/2xh100/calibrate-2026-11-26-1515", "reports/measured/2xh100"),
+     "reports/measured/2xh100/calibrate-2026-11-26-1515", "reports/measured/2xh100/fsdp2-2026-11-26-1520"),
     ("2xh100 13:27 (FSDP2 15:03)", "reports/measured/2xh100/lease-2026-11-26-1327/calibrate/h100-sxm-x2.yaml",
      "reports/measured/2xh100/lease-2026-11-26-1327/calibrate", "reports/measured/2xh100/lease-2026-11-26-1327/fsdp2-1503"),
-    # The committed 2 x H100 calibration (stop 34): its own floor runs, the 15:15 lease's FSDP2 steps.
-    ("2xh100 21:49 (FSDP2 15:15)", "scenarios/calibration/h100-sxm-x2.yaml",
-     "reports/measured/2xh100/lease-2026-11-26-2149/calibrate", "reports/measured/2xh100"),
+    # Stop 34's 2 x H100 calibration: its own floor runs, the 15:15 lease's FSDP2 steps.
+    ("2xh100 21:49 (FSDP2 15:15)", "reports/measured/2xh100/lease-2026-11-26-2149/calibrate/h100-sxm-x2.yaml",
+     "reports/measured/2xh100/lease-2026-11-26-2149/calibrate", "reports/measured/2xh100/fsdp2-2026-11-26-1520"),
+    # The committed one (stop 35): calibration, floor runs and FSDP2 steps of one lease.
+    ("2xh100 00:42", "scenarios/calibration/h100-sxm-x2.yaml",
+     "reports/measured/2xh100/lease-2026-11-27-0042/calibrate", "reports/measured/2xh100"),
 ]
 FLOOR_ROW = re.compile(r"(- \{model: \"[^\"]+\", mode: fsdp2,[^}]*fwd_bwd_s: )\[[^\]]*\](, per_layer_s: )[^,]*(, per_step_s: )[^}]*\}")
 
