@@ -18,7 +18,8 @@ constexpr double kGiB = 1024.0 * 1024 * 1024;
 // fitted to the slope of peak RSS between 512 and 1,024 GPUs of 16node.yaml (991 parameters,
 // 540 matrices) less the flat zone's routes (then charged at 164 B each), plus 25%; b = a / 4 from
 // dedicated on qwen3-30b-a3b (579 parameters, 18,624 matrices: one
-// owner's broadcast per matrix, coalesced per layer). The last term is the SimGrid platform
+// owner's broadcast per matrix, coalesced per layer). With the replicas folded (a replica-symmetric
+// strategy on several nodes) a is the traits' *_folded, fitted the same way. The last term is the SimGrid platform
 // (sim/platform.cpp): a host and about 4 links per GPU, routes computed on demand. Building it
 // alone (an Engine, a Topology of 8 GPUs and 8 NICs a node, build_platform; VmRSS after minus
 // before, 2026-11-26) took 3,722 B per GPU from 1,024 to 16,384 GPUs (30 MB at 8,192), plus 25%;
@@ -28,13 +29,17 @@ constexpr double kPlatformBytesPerGpu = 4700;
 
 }  // namespace
 
-SimMemoryEstimate estimate_sim_memory(const Scenario& scenario, Strategy strategy, const Routing& routing) {
+SimMemoryEstimate estimate_sim_memory(const Scenario& scenario, Strategy strategy, const Routing& routing, bool folded) {
   SimMemoryEstimate e;
   e.gpus = scenario.cluster.world_size();
   e.params = static_cast<std::int64_t>(scenario.model.params.size());
   const StrategyTraits t = traits(strategy);
   e.matrices = t.ns_ranks == NsRanks::none ? 0 : static_cast<std::int64_t>(routing.muon_matrices.size());
-  e.bytes_per_param = t.sim_host_bytes_per_param + (scenario.sim_steps - 1) * t.sim_host_bytes_per_param_per_extra_step;
+  // Several nodes are several replicas (mesh_for_cluster): what the fold needs.
+  e.folded = folded && t.sim_host_bytes_per_param_folded > 0 && scenario.cluster.nodes > 1;
+  e.bytes_per_param = e.folded ? t.sim_host_bytes_per_param_folded +
+                                     (scenario.sim_steps - 1) * t.sim_host_bytes_per_param_per_extra_step_folded
+                               : t.sim_host_bytes_per_param + (scenario.sim_steps - 1) * t.sim_host_bytes_per_param_per_extra_step;
   e.bytes_per_matrix = e.bytes_per_param / 4;
   const double gpus = double(e.gpus);
   e.bytes = kBaseBytes +

@@ -17,12 +17,16 @@ struct SimMemoryEstimate {
   std::int64_t matrices = 0;   // AdamW) and, under Muon, its matrices (an MoE stack holds many)
   double bytes_per_param = 0;  // per GPU
   double bytes_per_matrix = 0;
+  bool folded = false;         // priced with the strategy's folded coefficients
 };
 
 // A linear fit of measured peak RSS (reports/sim-speed.md: 128 to 1,024 GPUs of
 // scenarios/16node.yaml, every strategy, and qwen3-30b-a3b-16node's 18,624 expert matrices),
 // with a margin; the model's sizes do not matter (a Plan holds regions, not data).
-SimMemoryEstimate estimate_sim_memory(const Scenario& scenario, Strategy strategy, const Routing& routing);
+// `folded`: the simulation folds the replicas (ProgramOptions::fold_replicas, the default; off
+// with dmuon-sim --per-rank), which a replica-symmetric strategy on several nodes then does.
+SimMemoryEstimate estimate_sim_memory(const Scenario& scenario, Strategy strategy, const Routing& routing,
+                                      bool folded = true);
 
 // MemAvailable of /proc/meminfo in bytes; 0 when it cannot be read.
 double host_memory_available_bytes();

@@ -104,7 +104,8 @@ StrategyResult result_from(const json& j, Strategy strategy) {
 // GPUs alone takes minutes. Throws on either.
 double checked_host_estimate(const Scenario& scenario, Strategy strategy, const RunOptions& options) {
   const Topology cluster(scenario.cluster);
-  const SimMemoryEstimate e = estimate_sim_memory(scenario, strategy, route_parameters(scenario.model, scenario.routing));
+  const SimMemoryEstimate e = estimate_sim_memory(scenario, strategy, route_parameters(scenario.model, scenario.routing),
+                                                  options.program.fold_replicas);
   check_sim_memory(e, strategy, options.host_memory_limit_bytes, options.host_memory_limit_source);
   return e.bytes;
 }

@@ -172,6 +172,22 @@ class PlotTest(unittest.TestCase):
         self.assertAlmostEqual(got["speedup_batch1"]["dmuon"], row["speedup_vs_torch"], places=9)
         self.assertEqual(got["batched_batch"]["dmuon"], 72)
 
+    def test_sim_speed(self):
+        # harness/tools/plot_sim_speed.py draws sim_speed_bench.sh's CSV (it once named a list
+        # plot.py no longer has, unnoticed until a report needed it).
+        csv_path = os.path.join(self.tmp, "timings.csv")
+        with open(csv_path, "w", encoding="utf-8") as f:
+            f.write("gpus,strategy,tag,run,rc,wall_s,rss_kB,plan_s,sim_s,load1,cpu_s\n")
+            for tag, scale in (("before", 2.0), ("after", 1.0)):
+                for gpus in (128, 512):
+                    f.write(f"{gpus},adamw,{tag},1,0,{scale * gpus / 100},{int(scale * gpus * 1000)},0.1,0.2,1.0,{scale}\n")
+        prefix = os.path.join(self.tmp, "speed")
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "harness", "tools", "plot_sim_speed.py"), csv_path,
+                            "--out", prefix], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(prefix + ".png", "rb") as f:
+            self.assertTrue(f.read().startswith(PNG_SIGNATURE))
+
     def test_bad_input_names_file_and_field(self):
         bad = os.path.join(self.tmp, "bad.json")
         with open(bad, "w", encoding="utf-8") as f:

@@ -82,13 +82,19 @@ TEST_CASE("a simulation whose memory estimate exceeds the limit is refused up fr
   Scenario one = s, three = s;
   one.sim_steps = 1;
   three.sim_steps = 3;
-  const double per_step = double(e.gpus) * double(e.params) * traits(Strategy::adamw).sim_host_bytes_per_param_per_extra_step;
+  const double per_step = double(e.gpus) * double(e.params) * traits(Strategy::adamw).sim_host_bytes_per_param_per_extra_step_folded;
+  REQUIRE(e.folded);  // several nodes: the replicas are folded, and priced so
+  const sim::SimMemoryEstimate per_rank = sim::estimate_sim_memory(s, Strategy::adamw, routing, false);
+  CHECK_FALSE(per_rank.folded);
+  CHECK(per_rank.bytes > 10 * e.bytes);
+  CHECK_FALSE(sim::estimate_sim_memory(s, Strategy::dedicated, routing).folded);  // owners differ by replica
   CHECK(e.bytes - sim::estimate_sim_memory(one, Strategy::adamw, routing).bytes == Approx(per_step));
   CHECK(sim::estimate_sim_memory(three, Strategy::adamw, routing).bytes - e.bytes == Approx(per_step));
-  // Refused before anything is built: a 1,024-GPU run under a 1 GiB limit fails at once with the
-  // estimate in the message (building its Plan alone would take longer than this test).
+  // Refused before anything is built: a 1,024-GPU run under a 0.1 GiB limit fails at once with the
+  // estimate in the message.
+  REQUIRE(e.bytes > 0.1 * 1024 * 1024 * 1024);
   sim::RunOptions o;
-  o.host_memory_limit_bytes = 1024.0 * 1024 * 1024;
+  o.host_memory_limit_bytes = 0.1 * 1024 * 1024 * 1024;
   o.host_memory_limit_source = "test limit";
   try {
     sim::run_strategy(s, Strategy::adamw, sim::scenario_cost_model(s), o);
@@ -99,7 +105,7 @@ TEST_CASE("a simulation whose memory estimate exceeds the limit is refused up fr
     REQUIRE(m.find("adamw") != std::string::npos);
     REQUIRE(m.find("1024 GPUs") != std::string::npos);
     REQUIRE(m.find("estimated") != std::string::npos);
-    REQUIRE(m.find("1.0 GiB test limit") != std::string::npos);
+    REQUIRE(m.find("0.1 GiB test limit") != std::string::npos);
     REQUIRE(m.find("B platform") != std::string::npos);
   }
   // run_strategies keeps the refusal as that strategy's error and runs nothing for it.

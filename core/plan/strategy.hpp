@@ -38,6 +38,14 @@ struct StrategyTraits {
   // 20:10-20:20 UTC, the same way). A new strategy measures its own.
   double sim_host_bytes_per_param = 3800;
   double sim_host_bytes_per_param_per_extra_step = 1000;
+  // The same when the simulator folds the replicas (a replica-symmetric Plan and its program held
+  // once, sim/replica_fold.hpp): what grows with the GPUs is then each rank's runner state and
+  // each replica's copies of its collectives. Measured the same way (peak RSS at 512 and 1,024
+  // GPUs of 16node.yaml, one and two steps, 2026-11-27 00:40 UTC, commit 70c67d4; each slope less
+  // the platform's 3,722 B a GPU, over parameters + matrices / 4, plus 25%:
+  // reports/sim-speed.md). 0: the strategy is never folded (owners differ by replica).
+  double sim_host_bytes_per_param_folded = 0;
+  double sim_host_bytes_per_param_per_extra_step_folded = 0;
 
   bool has_owners() const { return ns_ranks == NsRanks::owner || ns_ranks == NsRanks::owner_per_replica; }
 };

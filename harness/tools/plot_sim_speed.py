@@ -59,7 +59,7 @@ def main():
     fig, axes = plot.plt.subplots(1, 3, figsize=(12, 3.8), dpi=plot.DPI)
     titles = ["wall seconds (median)", "CPU seconds (median)", "peak RSS, GiB"]
     for i, ax in enumerate(axes):
-        for strategy in plot.STRATEGY_ORDER:
+        for strategy in plot.STRATEGY_COLOR:  # plot.py's strategy order
             for tag, style in (("before", "--"), ("after", "-")):
                 pts = series.get((tag, strategy))
                 if not pts:
