@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <map>
-
+#include <string>
 
 namespace dmuon::sim {
 namespace {
@@ -19,20 +19,27 @@ bool ReplicaFold::add_copies(StepProgram& prog, std::size_t from) {
   for (std::size_t g = 0; g < plan_.groups.size(); ++g) {
     if (!group_by_name.emplace(plan_.groups[g].name, static_cast<int>(g)).second) return false;
   }
+  // The Plan group of each collective to copy (-1: shared by every replica), all found before
+  // anything is added.
+  std::vector<int> group(to - from, -1);
+  for (std::size_t c = from; c < to; ++c) {
+    const SimCollective& original = prog.collectives[c];
+    if (!inside_replica_zero(original.call.members, move_.shard())) continue;
+    const auto g = group_by_name.find(original.group);
+    if (g == group_by_name.end() || plan_.groups[static_cast<std::size_t>(g->second)].ranks != original.call.members) {
+      return false;
+    }
+    group[c - from] = g->second;
+  }
   copies_.resize(to);
   for (int rep = 1; rep < move_.replicas(); ++rep) {
     for (std::size_t c = from; c < to; ++c) {
-      const SimCollective& original = prog.collectives[c];
-      if (!inside_replica_zero(original.call.members, move_.shard())) continue;
-      const auto g = group_by_name.find(original.group);
-      if (g == group_by_name.end() || plan_.groups[static_cast<std::size_t>(g->second)].ranks != original.call.members) {
-        return false;
-      }
-      SimCollective copy = original;
+      if (group[c - from] < 0) continue;
+      SimCollective copy = prog.collectives[c];
       for (int& r : copy.call.members) r = move_.rank(r, rep);
       for (auto& [root, bytes] : copy.call.rooted) root = move_.rank(root, rep);
       for (auto& [src, dst, bytes] : copy.call.transfers) src = move_.rank(src, rep), dst = move_.rank(dst, rep);
-      copy.group = plan_.groups[static_cast<std::size_t>(move_.group(g->second, rep))].name;
+      copy.group = plan_.groups[static_cast<std::size_t>(move_.group(group[c - from], rep))].name;
       copies_[c].push_back(static_cast<int>(prog.collectives.size()));
       prog.collectives.push_back(std::move(copy));
     }

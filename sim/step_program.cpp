@@ -127,21 +127,21 @@ StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const R
   prog.collective_slowdown_beside_compute = cost.collective_slowdown_beside_compute();
   // One build of the collectives and rank lists; false when `fold` would not give exactly what
   // building every rank gives (sim/replica_fold.hpp), nothing kept.
-  const auto build = [&](const Plan& plan, bool merge, ReplicaFold* fold) {
+  const auto build = [&](const Plan& from, bool merge, ReplicaFold* folder) {
     prog.ranks.clear();
     prog.collectives.clear();
     prog.replicas = 1;
     prog.replica_copies.clear();
-    RankBuilder builder(prog, plan, routing, units, training, options.plan_as_is, merge, issue_s.has_value());
+    RankBuilder builder(prog, from, routing, units, training, options.plan_as_is, merge, issue_s.has_value());
     builder.ns = &optimizer.muon.ns;
     builder.cost = &cost;
     std::vector<std::pair<int, int>> neighbours;
-    if (fold) builder.neighbours = &neighbours;
-    const std::size_t built = fold ? static_cast<std::size_t>(fold->built_ranks()) : plan.ranks.size();
+    if (folder) builder.neighbours = &neighbours;
+    const std::size_t built = folder ? static_cast<std::size_t>(folder->built_ranks()) : from.ranks.size();
     for (std::size_t r = 0; r < built; ++r) builder.build(static_cast<int>(r), price(r));
-    if (fold) {
-      if (!fold->add_copies(prog, 0)) return false;
-      fold->add_edges(builder.edges);
+    if (folder) {
+      if (!folder->add_copies(prog, 0)) return false;
+      folder->add_edges(builder.edges);
     }
     builder.positions = global_positions(static_cast<int>(prog.collectives.size()), builder.edges);
     builder.collecting = false;
@@ -152,15 +152,15 @@ StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const R
       prog.ranks.push_back(merge_compute_runs(std::move(ops), issue_s.has_value()));
     }
     prog.built_ranks = built;
-    if (fold) {
-      if (!fold->add_copies(prog, before) || !fold->order_kept(neighbours, builder.positions)) return false;
+    if (folder) {
+      if (!folder->add_copies(prog, before) || !folder->order_kept(neighbours, builder.positions)) return false;
       if (options.keep_folded) {
-        prog.replicas = plan.mesh.replicate;
-        prog.replica_copies = fold->take_copies(prog.collectives.size());
+        prog.replicas = from.mesh.replicate;
+        prog.replica_copies = folder->take_copies(prog.collectives.size());
         return true;
       }
-      for (int rep = 1; rep < plan.mesh.replicate; ++rep) {
-        for (std::size_t s = 0; s < built; ++s) prog.ranks.push_back(fold->moved(prog.ranks[s], rep));
+      for (int rep = 1; rep < from.mesh.replicate; ++rep) {
+        for (std::size_t s = 0; s < built; ++s) prog.ranks.push_back(folder->moved(prog.ranks[s], rep));
       }
     }
     return true;

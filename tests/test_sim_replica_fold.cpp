@@ -329,5 +329,7 @@ TEST_CASE("ReplicaFold copies replica 0's collectives replica by replica and che
   // Two groups of one name: a copy's group cannot be told, so nothing is folded.
   plan.groups.push_back({"shard[0]", {0, 2}});
   sim::ReplicaFold ambiguous(plan);
+  const std::size_t before = prog.collectives.size();
   CHECK_FALSE(ambiguous.add_copies(prog, 0));
+  CHECK(prog.collectives.size() == before);  // nothing added
 }
