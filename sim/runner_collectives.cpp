@@ -9,7 +9,13 @@
 namespace dmuon::sim {
 namespace {
 
-constexpr std::size_t kDenseTaskHosts = 128;
+// Up to this many hosts a collective is one parallel task (a dense n x n byte matrix: 8 MB at
+// 1,024), past it one comm per pair. 128 until 2026-11-27: measured then (reports/sim-speed.md,
+// "Replica fold"), the per-pair comms cost far more than the matrix (SimGrid 3.32 ends every detached
+// host-to-host comm with a removal from a list of all in flight): adamw at 2,048 GPUs (replicate
+// groups of 256) 70 s -> 9.4 s with identical predictions, ddp-redundant at 1,024 (world
+// all-reduces of 1,024) 10.9 -> 9.8 s with its step 6e-6 relative apart.
+constexpr std::size_t kDenseTaskHosts = 1024;
 
 }  // namespace
 
@@ -131,9 +137,9 @@ void Runner::run_fast(const FastSummary& f, bool add_schedule_extra) {
   }
   const std::size_t n = hosts_used.size();
   if (n > kDenseTaskHosts) {
-    // A parallel task takes a dense n x n byte matrix (8 MB at 1024 GPUs, copied and scanned
-    // several times by SimGrid); past this size one transfer per communicating pair, all at
-    // once, gives the same contention-aware bandwidth time at a fraction of the cost.
+    // A parallel task takes a dense n x n byte matrix (512 MB at 8,192 hosts, copied and scanned
+    // several times by SimGrid); past kDenseTaskHosts one transfer per communicating pair, all at
+    // once, gives the same contention-aware bandwidth time without it.
     std::vector<sg4::CommPtr> comms;
     for (const auto& [src, dst, b] : f.pair_bytes) {
       comms.push_back(sg4::Comm::sendto_async(hosts_[static_cast<std::size_t>(src)], hosts_[static_cast<std::size_t>(dst)],
