@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/plan/step_planner.hpp"
 #include "core/plan/strategy.hpp"
 
 namespace dmuon::sim {
@@ -35,8 +36,8 @@ SimMemoryEstimate estimate_sim_memory(const Scenario& scenario, Strategy strateg
   e.params = static_cast<std::int64_t>(scenario.model.params.size());
   const StrategyTraits t = traits(strategy);
   e.matrices = t.ns_ranks == NsRanks::none ? 0 : static_cast<std::int64_t>(routing.muon_matrices.size());
-  // Several nodes are several replicas (mesh_for_cluster): what the fold needs.
-  e.folded = folded && t.sim_host_bytes_per_param_folded > 0 && scenario.cluster.nodes > 1;
+  // The fold needs several replicas, as the planner lays the cluster out.
+  e.folded = folded && t.sim_host_bytes_per_param_folded > 0 && mesh_for_cluster(scenario.cluster).replicate > 1;
   e.bytes_per_param = e.folded ? t.sim_host_bytes_per_param_folded +
                                      (scenario.sim_steps - 1) * t.sim_host_bytes_per_param_per_extra_step_folded
                                : t.sim_host_bytes_per_param + (scenario.sim_steps - 1) * t.sim_host_bytes_per_param_per_extra_step;

@@ -1,18 +1,9 @@
 #include "sim/replica_fold.hpp"
 
-#include <algorithm>
 #include <map>
 #include <string>
 
 namespace dmuon::sim {
-namespace {
-
-bool inside_replica_zero(const std::vector<int>& members, int shard) {
-  return !members.empty() && std::all_of(members.begin(), members.end(), [&](int r) { return r >= 0 && r < shard; });
-}
-
-}  // namespace
-
 bool ReplicaFold::add_copies(StepProgram& prog, std::size_t from) {
   const std::size_t to = prog.collectives.size();
   std::map<std::string, int> group_by_name;
@@ -24,12 +15,11 @@ bool ReplicaFold::add_copies(StepProgram& prog, std::size_t from) {
   std::vector<int> group(to - from, -1);
   for (std::size_t c = from; c < to; ++c) {
     const SimCollective& original = prog.collectives[c];
-    if (!inside_replica_zero(original.call.members, move_.shard())) continue;
     const auto g = group_by_name.find(original.group);
     if (g == group_by_name.end() || plan_.groups[static_cast<std::size_t>(g->second)].ranks != original.call.members) {
       return false;
     }
-    group[c - from] = g->second;
+    if (move_.local(g->second)) group[c - from] = g->second;
   }
   copies_.resize(to);
   for (int rep = 1; rep < move_.replicas(); ++rep) {

@@ -29,7 +29,8 @@ class ReplicaFold {
   int built_ranks() const { return move_.shard(); }
   // Appends every other replica's copy of the collectives [from, prog.collectives.size()) of
   // groups inside replica 0, replica by replica. False (nothing added) when a collective's group
-  // cannot be told by its name (two groups of one name): the caller builds every rank.
+  // cannot be told by its name (two groups of one name, or none of its members): the caller
+  // builds every rank.
   bool add_copies(StepProgram& prog, std::size_t from);
   // The copies of replica 0's launch-order constraints.
   void add_edges(std::set<std::pair<int, int>>& edges) const;

@@ -276,17 +276,16 @@ void Runner::check_finished() const {
 // 0 with one step): the latest end over ranks of each step's ops.
 SimOutcome Runner::outcome() const {
   SimOutcome o;
-  // A program built by hand (tests) holds one step and may leave last_step_begin empty.
-  auto last_step_begin = [&](std::size_t r) { return prog_.step_begin(r); };
+  // A program built by hand (tests) holds one step and may leave last_step_begin empty: 0.
   double origin = 0;
   for (std::size_t r = 0; r < ranks_.size(); ++r) {
-    for (std::size_t i = 0; i < last_step_begin(r); ++i) origin = std::max(origin, ranks_[r].end[i]);
+    for (std::size_t i = 0; i < prog_.step_begin(r); ++i) origin = std::max(origin, ranks_[r].end[i]);
   }
   double latest = -1;
   for (std::size_t r = 0; r < ranks_.size(); ++r) {
     double end = 0, busy = 0, opt = 0;
     std::map<std::string, double> by_source;
-    for (std::size_t i = last_step_begin(r); i < ranks_[r].end.size(); ++i) {
+    for (std::size_t i = prog_.step_begin(r); i < ranks_[r].end.size(); ++i) {
       const SimOp& op = prog_.ops(r)[i];
       end = std::max(end, ranks_[r].end[i] - origin);
       if (op.phase != Phase::optimizer) o.grads_ready_s = std::max(o.grads_ready_s, ranks_[r].end[i] - origin);

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "core/error.hpp"
-#include "core/plan/replica_symmetry.hpp"
 
 namespace dmuon {
 
@@ -26,6 +25,7 @@ PlanWriter::PlanWriter(Strategy strategy, const ModelSpec& model, const Routing&
   for (int s = 0; s < mesh.shard; ++s) {
     plan_.groups.push_back({"replicate[" + std::to_string(s) + "]", mesh.replicate_group(s)});
   }
+  if (replica_zero_only_) move_.emplace(plan_);
 }
 
 namespace {
@@ -131,6 +131,8 @@ int PlanWriter::group_of(const std::vector<int>& ranks, const std::string& name)
   for (std::size_t g = 0; g < plan_.groups.size(); ++g) {
     if (plan_.groups[g].ranks == ranks) return static_cast<int>(g);
   }
+  // move_ knows the groups made above; a replica-symmetric builder needs no other.
+  if (replica_zero_only_) throw Error("plan: group '" + name + "' added while building from replica 0");
   plan_.groups.push_back({name, ranks});
   return static_cast<int>(plan_.groups.size() - 1);
 }
@@ -148,15 +150,8 @@ void PlanWriter::joint_compute(int group, std::vector<Op> ops) {
 }
 
 void PlanWriter::check_copy(int group, std::int64_t id) const {
-  const Mesh& m = plan_.mesh;
-  const int rep = m.replica_of(plan_.groups[static_cast<std::size_t>(group)].ranks.front());
-  bool copy = last_local_group_ >= 0 && id == last_local_id_ + rep;
-  if (copy) {
-    const auto& mine = plan_.groups[static_cast<std::size_t>(group)].ranks;
-    const auto& first = plan_.groups[static_cast<std::size_t>(last_local_group_)].ranks;
-    copy = mine.size() == first.size();
-    for (std::size_t i = 0; copy && i < mine.size(); ++i) copy = mine[i] == first[i] + rep * m.shard;
-  }
+  const int rep = plan_.mesh.replica_of(plan_.groups[static_cast<std::size_t>(group)].ranks.front());
+  const bool copy = last_local_group_ >= 0 && id == last_local_id_ + rep && move_->group(last_local_group_, rep) == group;
   if (!copy) {
     throw Error("plan: collective " + std::to_string(id) + " of group '" + plan_.groups[static_cast<std::size_t>(group)].name +
                 "' is not the replica-" + std::to_string(rep) + " copy of the last replica-0 collective: " + std::string(to_string(plan_.strategy)) +
@@ -170,13 +165,11 @@ void PlanWriter::collective(int group, Op op) {
   op.collective = next_collective_++;
   const auto& members = plan_.groups[static_cast<std::size_t>(group)].ranks;
   if (replica_zero_only_) {
-    const bool inside = std::all_of(members.begin(), members.end(), [&](int r) { return r < plan_.mesh.shard; });
-    const bool outside = std::none_of(members.begin(), members.end(), [&](int r) { return r < plan_.mesh.shard; });
-    if (outside) {
+    if (std::none_of(members.begin(), members.end(), [&](int r) { return writes(r); })) {
       check_copy(group, op.collective);  // finish() moves the replica-0 collective's ops here
       return;
     }
-    if (inside) last_local_group_ = group, last_local_id_ = op.collective;
+    if (move_->local(group)) last_local_group_ = group, last_local_id_ = op.collective;
   }
   for (int rank : members) {
     if (!writes(rank)) continue;

@@ -2,10 +2,12 @@
 // wrote each (rank, parameter, buffer) so dependencies are derived rather than hand-written,
 // and emits the FSDP2 pieces (all-gather, reduce-scatter) several strategies reuse.
 #pragma once
+#include <optional>
 #include <vector>
 
 #include "core/model/model_spec.hpp"
 #include "core/plan/plan.hpp"
+#include "core/plan/replica_symmetry.hpp"
 #include "core/model/routing.hpp"
 
 namespace dmuon {
@@ -73,6 +75,7 @@ class PlanWriter {
   bool replica_zero_only_ = false;
   bool keep_folded_ = false;
   std::int64_t next_collective_ = 0;
+  std::optional<ReplicaMove> move_;     // replica-0 mode: which groups lie inside replica 0
   int last_local_group_ = -1;           // replica-0 mode: group and id of the last collective
   std::int64_t last_local_id_ = -1;     // written of a group inside replica 0
   // Last writer (op index) of each (rank, parameter, buffer): last_writer_[rank][param *
