@@ -39,7 +39,7 @@ double sleep_until(double t_s) {
 
 void Runner::start(const std::vector<sg4::Host*>& hosts) {
   hosts_ = hosts;
-  ranks_.resize(prog_.world());
+  ranks_.resize(lockstep_ ? prog_.ranks.size() : prog_.world());
   reduce_dependencies();
   for (std::size_t r = 0; r < ranks_.size(); ++r) {
     RankSync& rs = ranks_[r];
@@ -69,6 +69,22 @@ void Runner::start(const std::vector<sg4::Host*>& hosts) {
     }
   }
   colls_.resize(prog_.collectives.size());
+  arrivals_.resize(colls_.size());
+  executed_as_.resize(colls_.size());
+  for (std::size_t c = 0; c < colls_.size(); ++c) {
+    int n = 0;
+    for (int m : prog_.collectives[c].call.members) n += static_cast<std::size_t>(m) < ranks_.size();
+    arrivals_[c] = n;
+    executed_as_[c] = static_cast<int>(c);
+  }
+  if (lockstep_) {
+    const std::size_t per_step = prog_.collectives_per_step;
+    for (std::size_t c = 0; c < prog_.replica_copies.size(); ++c) {
+      for (std::size_t k = 0; k * per_step < colls_.size(); ++k) {
+        for (int copy : prog_.replica_copies[c]) executed_as_[static_cast<std::size_t>(copy) + k * per_step] = static_cast<int>(c + k * per_step);
+      }
+    }
+  }
   barrier_.mutex = sg4::Mutex::create();
   barrier_.cv = sg4::ConditionVariable::create();
   long first = 0;
@@ -76,7 +92,7 @@ void Runner::start(const std::vector<sg4::Host*>& hosts) {
   for (const auto& ops : prog_.ranks) {  // each list runs on `replicas` ranks
     for (const SimOp& op : ops) {
       if (op.issue_clock == 0) {
-        first += prog_.replicas;
+        first += lockstep_ ? 1 : prog_.replicas;
       } else {
         second = true;
       }
@@ -277,6 +293,8 @@ void Runner::check_finished() const {
 SimOutcome Runner::outcome() const {
   SimOutcome o;
   // A program built by hand (tests) holds one step and may leave last_step_begin empty: 0.
+  // In lockstep ranks_ holds replica 0's GPUs, whose dates every replica repeats: the maxima are
+  // theirs, and the GPU that ends last the first of them to do so, as over every GPU.
   double origin = 0;
   for (std::size_t r = 0; r < ranks_.size(); ++r) {
     for (std::size_t i = 0; i < prog_.step_begin(r); ++i) origin = std::max(origin, ranks_[r].end[i]);
@@ -292,7 +310,7 @@ SimOutcome Runner::outcome() const {
       // Waiting for the host: the calibration's executor_issue_us priced it.
       if (ranks_[r].host_wait[i] > 0) by_source["measured"] += ranks_[r].host_wait[i];
       if (op.collective >= 0) {
-        const CollectiveSync& cs = colls_[static_cast<std::size_t>(prog_.collective(r, op.collective))];
+        const CollectiveSync& cs = colls_[static_cast<std::size_t>(executed_as_[static_cast<std::size_t>(prog_.collective(r, op.collective))])];
         by_source[op.source] += cs.end - cs.start;
         continue;
       }
@@ -307,19 +325,21 @@ SimOutcome Runner::outcome() const {
     if (end > latest) latest = end, o.critical_compute_busy_s = busy, o.critical_seconds_by_source = std::move(by_source);
     o.step_s = std::max(o.step_s, end);
   }
+  for (std::size_t r = ranks_.size(); r < prog_.world(); ++r) o.optimizer_compute_s.push_back(o.optimizer_compute_s[r % ranks_.size()]);
   for (std::size_t c = prog_.last_step_collectives; c < colls_.size(); ++c) {
     const SimCollective& sc = prog_.collectives[c];
+    const CollectiveSync& cs = colls_[static_cast<std::size_t>(executed_as_[c])];
     CollectiveRecord rec;
     rec.kind = std::string(to_string(sc.call.kind));
-    rec.algorithm = colls_[c].algorithm;
+    rec.algorithm = cs.algorithm;
     rec.group = sc.group;
     rec.label = sc.label;
     rec.phase = std::string(to_string(sc.phase));
     rec.ranks = static_cast<int>(sc.call.members.size());
     rec.merged = sc.merged;
     rec.bytes = sc.call.bytes;
-    rec.start_s = colls_[c].start - origin;  // before 0: under the previous step's tail
-    rec.end_s = colls_[c].end - origin;
+    rec.start_s = cs.start - origin;  // before 0: under the previous step's tail
+    rec.end_s = cs.end - origin;
     o.collectives.push_back(rec);
   }
   return o;

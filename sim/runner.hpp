@@ -60,13 +60,17 @@ struct CollectiveSync {
 
 class Runner {
  public:
-  Runner(const StepProgram& prog, const Topology& topo, const NcclSpec& nccl, const SimOptions& options)
-      : prog_(prog), topo_(topo), nccl_(nccl), mode_(options.mode), reference_(options.reference_runner) {}
+  // `lockstep`: the folded program's replicas run in lockstep (replica_lockstep.hpp): only
+  // replica 0's GPUs run actors and hold state, every other GPU reads its replica-0 peer's.
+  Runner(const StepProgram& prog, const Topology& topo, const NcclSpec& nccl, const SimOptions& options, bool lockstep)
+      : prog_(prog), topo_(topo), nccl_(nccl), mode_(options.mode), reference_(options.reference_runner),
+        lockstep_(lockstep) {}
 
   void start(const std::vector<sg4::Host*>& hosts);
   SimOutcome outcome() const;
   void check_finished() const;
-  const std::vector<RankSync>& ranks() const { return ranks_; }
+  // GPU `rank`'s op dates (its replica-0 peer's in lockstep).
+  const RankSync& rank_state(std::size_t rank) const { return ranks_[rank % ranks_.size()]; }
 
  private:
   // An op's dependencies as "stream s has completed n ops": a stream runs its ops in order, so
@@ -118,6 +122,11 @@ class Runner {
   const NcclSpec& nccl_;
   SimMode mode_;
   bool reference_;  // SimOptions::reference_runner
+  bool lockstep_;
+  // Per collective: arrivals that start it (its members; in lockstep, those in replica 0), and
+  // the collective whose execution it is (in lockstep a copy is its replica-0 original's).
+  std::vector<int> arrivals_;
+  std::vector<int> executed_as_;
   std::vector<sg4::Host*> hosts_;
   std::vector<RankSync> ranks_;
   // Needs of every op: op i of rank r uses needs_[need_begin_[r][i] .. need_begin_[r][i + 1]).

@@ -21,8 +21,7 @@ constexpr std::size_t kDenseTaskHosts = 1024;
 
 void Runner::arrive(int c) {
   CollectiveSync& cs = colls_[static_cast<std::size_t>(c)];
-  const int members = static_cast<int>(prog_.collectives[static_cast<std::size_t>(c)].call.members.size());
-  if (++cs.arrived < members) {
+  if (++cs.arrived < arrivals_[static_cast<std::size_t>(c)]) {
     cs.parked.push_back(sg4::Actor::self());
     while (!cs.done) sg4::this_actor::suspend();
     return;
@@ -56,7 +55,7 @@ void Runner::execute(int c, CollectiveSync& cs) {
   const double stretch = sc.call.members.size() > 1 ? collective_slowdown() : 0;
   std::vector<double> busy_before;
   if (stretch > 0) {
-    for (int m : sc.call.members) busy_before.push_back(compute_busy_until_now(m));
+    for (int m : sc.call.members) busy_before.push_back(compute_busy_until_now(m % static_cast<int>(ranks_.size())));
   }
   if (sc.call.members.size() == 1) {
     cs.algorithm = "local";
@@ -84,7 +83,7 @@ void Runner::execute(int c, CollectiveSync& cs) {
   if (stretch > 0) {
     double overlap = 0;
     for (std::size_t i = 0; i < busy_before.size(); ++i) {
-      overlap = std::max(overlap, compute_busy_until_now(sc.call.members[i]) - busy_before[i]);
+      overlap = std::max(overlap, compute_busy_until_now(sc.call.members[i] % static_cast<int>(ranks_.size())) - busy_before[i]);
     }
     if (overlap > 0) timed_sleep_for(stretch * overlap);
   }

@@ -2,6 +2,8 @@
 
 #include <simgrid/s4u.hpp>
 
+#include <malloc.h>
+
 #include <chrono>
 #include <nlohmann/json.hpp>
 
@@ -9,6 +11,7 @@
 #include "sim/isolated_run.hpp"
 #include "sim/network_model.hpp"
 #include "sim/platform.hpp"
+#include "sim/replica_lockstep.hpp"
 #include "sim/runner.hpp"
 #include "sim/trace_writer.hpp"
 
@@ -19,7 +22,8 @@ using nlohmann::json;
 
 json to_json(const SimOutcome& o) {
   json j = {{"step_s", o.step_s}, {"grads_ready_s", o.grads_ready_s}, {"busy", o.critical_compute_busy_s},
-            {"opt", o.optimizer_compute_s}, {"wall_s", o.wall_s}, {"by_source", o.critical_seconds_by_source}};
+            {"opt", o.optimizer_compute_s}, {"wall_s", o.wall_s}, {"by_source", o.critical_seconds_by_source},
+            {"simulated_gpus", o.simulated_gpus}};
   json cs = json::array();
   for (const auto& c : o.collectives) {
     cs.push_back({c.kind, c.algorithm, c.group, c.label, c.phase, c.ranks, c.merged, c.bytes, c.start_s, c.end_s});
@@ -35,6 +39,7 @@ SimOutcome from_json(const json& j) {
   o.critical_compute_busy_s = j.at("busy");
   o.optimizer_compute_s = j.at("opt").get<std::vector<double>>();
   o.wall_s = j.at("wall_s");
+  o.simulated_gpus = j.at("simulated_gpus");
   o.critical_seconds_by_source = j.at("by_source").get<std::map<std::string, double>>();
   for (const auto& c : j.at("collectives")) {
     CollectiveRecord r{c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9]};
@@ -43,8 +48,18 @@ SimOutcome from_json(const json& j) {
   return o;
 }
 
+// SimGrid copies each parallel task's n x n byte matrix (8 MB at 1,024 hosts) and frees it when the
+// task ends; glibc returned such blocks to the system and faulted fresh pages in for the next
+// (15% of an 8,192-GPU adamw simulation in page faults). Kept in the heap instead: 54 -> 45 s,
+// peak RSS about the same (reports/sim-speed.md, "Replica lockstep").
+void keep_freed_memory() {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+
 SimOutcome simulate_here(const StepProgram& program, const ClusterSpec& cluster, const SimOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
+  keep_freed_memory();
   const Topology topo(cluster);
   if (static_cast<int>(program.world()) != topo.world()) {
     throw Error("sim: the plan has " + std::to_string(program.world()) + " ranks but the cluster has " +
@@ -60,14 +75,18 @@ SimOutcome simulate_here(const StepProgram& program, const ClusterSpec& cluster,
     configure_network_model();
   }
   const auto hosts = build_platform(topo);
-  Runner runner(program, topo, cluster.nccl, options);
+  const bool lockstep = options.lockstep_replicas && replica_lockstep_obstacle(program, topo).empty();
+  Runner runner(program, topo, cluster.nccl, options, lockstep);
   runner.start(hosts);
   engine.run();
   runner.check_finished();
   SimOutcome o = runner.outcome();
+  o.simulated_gpus = static_cast<int>(lockstep ? program.ranks.size() : program.world());
   if (!options.trace_file.empty()) {
     std::vector<std::vector<double>> start, end;
-    for (const auto& rs : runner.ranks()) start.push_back(rs.start), end.push_back(rs.end);
+    for (std::size_t r = 0; r < program.world(); ++r) {
+      start.push_back(runner.rank_state(r).start), end.push_back(runner.rank_state(r).end);
+    }
     write_chrome_trace(options.trace_file, program, start, end, topo.gpus_per_node(), options.trace_nodes);
   }
   o.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

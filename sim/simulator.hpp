@@ -38,6 +38,7 @@ struct SimOutcome {
   std::map<std::string, double> critical_seconds_by_source;
   std::vector<CollectiveRecord> collectives;
   double wall_s = 0;          // host seconds the simulation took (platform included)
+  int simulated_gpus = 0;     // GPUs that ran actors: replica 0's when replicas run in lockstep
 };
 
 struct SimOptions {
@@ -48,6 +49,9 @@ struct SimOptions {
   // as the runner did before it reduced dependencies to one per stream (runner.hpp): the
   // reference the tests hold the default runner to. Same predictions, slower.
   bool reference_runner = false;
+  // A folded program whose replicas run in lockstep (replica_lockstep.hpp) simulates replica 0's
+  // GPUs only. Off: every GPU (the tests' reference). Same predictions.
+  bool lockstep_replicas = true;
 };
 
 // Forks a child for the simulation (isolated_run.hpp). Throws dmuon::Error for a deadlock

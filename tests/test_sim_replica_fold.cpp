@@ -15,25 +15,13 @@
 #include "sim/simulator.hpp"
 #include "sim/step_program.hpp"
 #include "sim/strategy_run.hpp"
+#include "sim_test_support.hpp"
 
 using namespace dmuon;
 
 namespace {
 
-// `nodes` x `gpus` H100s; 2 blocks whose 2048-row matrices split unevenly over 3 GPUs a node.
-Scenario scenario(int nodes, int gpus, bool z3, bool copies) {
-  return parse_scenario(
-      "name: fold\n"
-      "model:\n  name: small\n  transformer: {hidden: 2048, layers: 2, heads: 16, ffn: 5632, vocab: 4096}\n"
-      "optimizer: {preset: dmuon}\n"
-      "cluster:\n  nodes: " + std::to_string(nodes) + "\n  gpus_per_node: " + std::to_string(gpus) +
-      "\n  gpu: h100-sxm\n  gpu_memory_GiB: 80\n"
-      "  nvlink: {bw_GBps: 200, latency_us: 3.4, efficiency: 0.8}\n"
-      "  network: {nics_per_node: " + std::to_string(gpus) + ", nic_bw_Gbps: 200, latency_us: 14, efficiency: 0.96}\n"
-      "training: {seq_len: 1024, micro_batch: 1, mfu: 0.4, peak_tflops: 989, reshard_after_forward: " +
-      (z3 ? "true" : "false") + ", fsdp2_copies: " + (copies ? "true" : "false") + "}\n",
-      "fold.yaml");
-}
+Scenario scenario(int nodes, int gpus, bool z3, bool copies) { return simtest::replica_scenario(nodes, gpus, z3, copies); }
 
 struct Built {
   StepPlan step;
@@ -276,17 +264,7 @@ TEST_CASE("a program kept folded simulates exactly as the program copied to ever
       }
       sim::SimOptions so;
       const sim::SimOutcome a = sim::simulate(kept, s.cluster, so), b = sim::simulate(copied, s.cluster, so);
-      CHECK(a.step_s == b.step_s);
-      CHECK(a.grads_ready_s == b.grads_ready_s);
-      CHECK(a.critical_compute_busy_s == b.critical_compute_busy_s);
-      CHECK(a.optimizer_compute_s == b.optimizer_compute_s);
-      CHECK(a.critical_seconds_by_source == b.critical_seconds_by_source);
-      REQUIRE(a.collectives.size() == b.collectives.size());
-      for (std::size_t c = 0; c < a.collectives.size(); ++c) {
-        CHECK(a.collectives[c].start_s == b.collectives[c].start_s);
-        CHECK(a.collectives[c].end_s == b.collectives[c].end_s);
-        CHECK(a.collectives[c].group == b.collectives[c].group);
-      }
+      simtest::same_outcome(a, b);
     }
   }
 }

@@ -164,6 +164,7 @@ void write_json(const std::string& file, const std::vector<ScenarioRun>& runs, c
                                           {"activations", x.memory.activation_bytes / kGiB},
                                           {"total", x.memory.total_bytes() / kGiB}}},
                   {"collectives", x.outcome.collectives.size()}, {"sim_wall_seconds", x.outcome.wall_s},
+                  {"simulated_gpus", x.outcome.simulated_gpus},
                   {"plan_wall_seconds", x.plan_wall_s}});
         if (x.assignment_imbalance) s["assignment_imbalance"] = *x.assignment_imbalance;
         if (adamw) s["delta_vs_adamw"] = x.step_s / adamw->step_s - 1;

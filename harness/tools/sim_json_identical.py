@@ -1,17 +1,21 @@
 #!/usr/bin/env python3
 """Whether two dmuon-sim --json outputs predict the same: every leaf compared, except what
-describes the run rather than the prediction (command, date, host and the *wall* timings).
+describes the run rather than the prediction (command, date, host, the *wall* timings and
+simulated_gpus, which the replica lockstep changes without changing a date).
 Numbers may differ by --rel relative (default 1e-9, issue 15's identity bound); everything else
 must be equal. Prints each difference (at most --show) and the count of leaves compared; exits 1
-on a difference, 2 on unreadable input.
+on a difference, 2 on unreadable input. Two --csv outputs (every collective's kind, group,
+start and seconds) are compared the same way, row by row.
 
     harness/tools/sim_json_identical.py before.json after.json [--rel 1e-9]
+    harness/tools/sim_json_identical.py before.csv after.csv
 """
 import argparse
+import csv
 import json
 import sys
 
-SKIPPED = {"command", "date", "host"}
+SKIPPED = {"command", "date", "host", "simulated_gpus"}
 
 
 def skipped(key):
@@ -45,6 +49,24 @@ def compare(a, b, path, rel, out):
     return 1
 
 
+def number_or_text(x):
+    try:
+        return int(x)
+    except ValueError:
+        try:
+            return float(x)
+        except ValueError:
+            return x
+
+
+def load(path):
+    """A --json output as parsed, a --csv output as its rows (column -> number or text)."""
+    with open(path, newline="") as f:
+        if path.endswith(".csv"):
+            return [{k: number_or_text(v) for k, v in row.items()} for row in csv.DictReader(f)]
+        return json.load(f)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("before")
@@ -53,11 +75,8 @@ def main():
     ap.add_argument("--show", type=int, default=20, help="differences printed at most (default 20)")
     args = ap.parse_args()
     try:
-        with open(args.before) as f:
-            a = json.load(f)
-        with open(args.after) as f:
-            b = json.load(f)
-    except (OSError, ValueError) as e:
+        a, b = load(args.before), load(args.after)
+    except (OSError, ValueError, csv.Error) as e:
         print(f"sim_json_identical.py: {e}", file=sys.stderr)
         return 2
     diffs = []
