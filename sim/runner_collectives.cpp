@@ -9,13 +9,16 @@
 namespace dmuon::sim {
 namespace {
 
-// Up to this many hosts a collective is one parallel task (a dense n x n byte matrix: 8 MB at
-// 1,024), past it one comm per pair. 128 until 2026-11-27: measured then (reports/sim-speed.md,
-// "Replica fold"), the per-pair comms cost far more than the matrix (SimGrid 3.32 ends every detached
-// host-to-host comm with a removal from a list of all in flight): adamw at 2,048 GPUs (replicate
-// groups of 256) 70 s -> 9.4 s with identical predictions, ddp-redundant at 1,024 (world
-// all-reduces of 1,024) 10.9 -> 9.8 s with its step 6e-6 relative apart.
-constexpr std::size_t kDenseTaskHosts = 1024;
+// Up to this many hosts a collective is one parallel task (a dense n x n byte matrix: 32 MB at
+// 2,048), past it one task per pair. 128 until 2026-11-27, then 1,024: measured then
+// (reports/sim-speed.md, "Replica fold"), the per-pair comms cost far more than the matrix (SimGrid
+// 3.32 ends every detached host-to-host comm with a removal from a list of all in flight): adamw at
+// 2,048 GPUs (replicate groups of 256) 70 s -> 9.4 s with identical predictions, ddp-redundant at
+// 1,024 (world all-reduces of 1,024) 10.9 -> 9.8 s with its step 6e-6 relative apart. 2,048 since
+// the replica lockstep ("Replica lockstep"): adamw at 16,384 GPUs (replicate groups of 2,048) one
+// task each in 4 min 48 s (beside another run), where one two-host task per pair had not
+// finished after 10 min 31 s of CPU.
+constexpr std::size_t kDenseTaskHosts = 2048;
 
 }  // namespace
 
@@ -137,14 +140,20 @@ void Runner::run_fast(const FastSummary& f, bool add_schedule_extra) {
   const std::size_t n = hosts_used.size();
   if (n > kDenseTaskHosts) {
     // A parallel task takes a dense n x n byte matrix (512 MB at 8,192 hosts, copied and scanned
-    // several times by SimGrid); past kDenseTaskHosts one transfer per communicating pair, all at
-    // once, gives the same contention-aware bandwidth time without it.
-    std::vector<sg4::CommPtr> comms;
+    // several times by SimGrid); past kDenseTaskHosts one two-host task per communicating pair, all
+    // at once, waited on in turn, gives the same contention-aware bandwidth time without it. A
+    // two-host task is what a host-to-host comm is in the ptask model (NetworkL07Model::
+    // communicate), without SimGrid 3.32's removal of each ended comm from a list of all in flight:
+    // identical dates, 67 -> 16 s for adamw at 2,048 GPUs run this way (reports/sim-speed.md,
+    // "Replica lockstep").
+    const std::vector<double> flops(2, 0.0);
+    std::vector<sg4::ExecPtr> tasks;
     for (const auto& [src, dst, b] : f.pair_bytes) {
-      comms.push_back(sg4::Comm::sendto_async(hosts_[static_cast<std::size_t>(src)], hosts_[static_cast<std::size_t>(dst)],
-                                              static_cast<std::uint64_t>(std::max(1.0, std::round(b)))));
+      const std::vector<sg4::Host*> pair{hosts_[static_cast<std::size_t>(src)], hosts_[static_cast<std::size_t>(dst)]};
+      tasks.push_back(sg4::this_actor::exec_init(pair, flops, {0.0, std::max(1.0, std::round(b)), 0.0, 0.0}));
+      tasks.back()->start();
     }
-    sg4::Comm::wait_all(comms);
+    for (const auto& t : tasks) t->wait();
   } else {
     std::vector<sg4::Host*> hosts;
     for (int r : hosts_used) hosts.push_back(hosts_[static_cast<std::size_t>(r)]);

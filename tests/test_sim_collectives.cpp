@@ -45,11 +45,18 @@ TEST_CASE("ring all-reduce = base + 2(p-1) alpha + 2(p-1)/p S/B", "[sim][collect
     cl.nccl.all_reduce = AllReduceAlgorithm::ring;
     check_both_modes(call(OpKind::all_reduce, ranks(p), S), cl, kBase + 2 * (p - 1) * kNicAlpha + 2.0 * (p - 1) / p * S / kNicB);
   }
-  SECTION("256 nodes, one GPU each: `fast` sends pairs instead of one dense parallel task") {
+  SECTION("256 nodes, one GPU each") {
     const int p = 256;
     ClusterSpec cl = cluster(p, 1);
     cl.nccl.all_reduce = AllReduceAlgorithm::ring;
     check_both_modes(call(OpKind::all_reduce, ranks(p), S), cl, kBase + 2 * (p - 1) * kNicAlpha + 2.0 * (p - 1) / p * S / kNicB);
+  }
+  SECTION("2,304 nodes, one GPU each: `fast` runs one task per pair past 2,048 hosts") {
+    const int p = 2304;  // flows would send 2(p-1) steps of p flows: `fast` only
+    ClusterSpec cl = cluster(p, 1);
+    cl.nccl.all_reduce = AllReduceAlgorithm::ring;
+    CHECK(collective_seconds(call(OpKind::all_reduce, ranks(p), S), cl, SimMode::fast) ==
+          Approx(kBase + 2 * (p - 1) * kNicAlpha + 2.0 * (p - 1) / p * S / kNicB).epsilon(0.01));
   }
 }
 
