@@ -106,6 +106,8 @@ class Runner {
   void execute(int c, CollectiveSync& cs);
   void run_flows(const CollectiveSchedule& s);
   void run_fast(const FastSummary& f, bool add_schedule_extra);
+  // One two-host parallel task per (src, dst, bytes), all at once, issued by helper actors.
+  void run_pairs(const std::vector<std::tuple<int, int, double>>& pairs);
   // Schedules (and their fast summaries) by what determines them: blocks of a model repeat
   // the same collectives layer after layer.
   struct Planned {

@@ -129,6 +129,33 @@ Runner::Planned Runner::plan(const CollectiveCall& call, std::optional<double> m
   return p;
 }
 
+// Each helper actor starts and waits for at most this many pair tasks: SimGrid 3.32 removes an
+// ended task from its issuing actor's list of activities by scanning the whole list
+// (ExecImpl::post), so one actor issuing a world all-reduce's ~16,000 pairs spent its time there.
+constexpr std::size_t kPairsPerActor = 64;
+
+void Runner::run_pairs(const std::vector<std::tuple<int, int, double>>& pairs) {
+  sg4::Actor* self = sg4::Actor::self();
+  std::size_t pending = 0;  // helpers still waiting; this actor's frame outlives them all
+  for (std::size_t begin = 0; begin < pairs.size(); begin += kPairsPerActor) {
+    const std::size_t end = std::min(pairs.size(), begin + kPairsPerActor);
+    ++pending;
+    sg4::Actor::create("pairs", hosts_[static_cast<std::size_t>(std::get<0>(pairs[begin]))], [this, &pairs, &pending, self, begin, end] {
+      const std::vector<double> flops(2, 0.0);
+      std::vector<sg4::ExecPtr> tasks;
+      for (std::size_t i = begin; i < end; ++i) {
+        const auto& [src, dst, b] = pairs[i];
+        const std::vector<sg4::Host*> pair{hosts_[static_cast<std::size_t>(src)], hosts_[static_cast<std::size_t>(dst)]};
+        tasks.push_back(sg4::this_actor::exec_init(pair, flops, {0.0, std::max(1.0, std::round(b)), 0.0, 0.0}));
+        tasks.back()->start();
+      }
+      for (const auto& t : tasks) t->wait();
+      if (--pending == 0) self->resume();
+    });
+  }
+  while (pending > 0) sg4::this_actor::suspend();
+}
+
 void Runner::run_fast(const FastSummary& f, bool add_schedule_extra) {
   std::vector<int> hosts_used;
   std::map<int, std::size_t> index;
@@ -141,19 +168,12 @@ void Runner::run_fast(const FastSummary& f, bool add_schedule_extra) {
   if (n > kDenseTaskHosts) {
     // A parallel task takes a dense n x n byte matrix (512 MB at 8,192 hosts, copied and scanned
     // several times by SimGrid); past kDenseTaskHosts one two-host task per communicating pair, all
-    // at once, waited on in turn, gives the same contention-aware bandwidth time without it. A
+    // at once, gives the same contention-aware bandwidth time without it (run_pairs). A
     // two-host task is what a host-to-host comm is in the ptask model (NetworkL07Model::
     // communicate), without SimGrid 3.32's removal of each ended comm from a list of all in flight:
     // identical dates, 67 -> 16 s for adamw at 2,048 GPUs run this way (reports/sim-speed.md,
     // "Replica lockstep").
-    const std::vector<double> flops(2, 0.0);
-    std::vector<sg4::ExecPtr> tasks;
-    for (const auto& [src, dst, b] : f.pair_bytes) {
-      const std::vector<sg4::Host*> pair{hosts_[static_cast<std::size_t>(src)], hosts_[static_cast<std::size_t>(dst)]};
-      tasks.push_back(sg4::this_actor::exec_init(pair, flops, {0.0, std::max(1.0, std::round(b)), 0.0, 0.0}));
-      tasks.back()->start();
-    }
-    for (const auto& t : tasks) t->wait();
+    run_pairs(f.pair_bytes);
   } else {
     std::vector<sg4::Host*> hosts;
     for (int r : hosts_used) hosts.push_back(hosts_[static_cast<std::size_t>(r)]);
