@@ -20,7 +20,10 @@ constexpr double kGiB = 1024.0 * 1024 * 1024;
 // 540 matrices) less the flat zone's routes (then charged at 164 B each), plus 25%; b = a / 4 from
 // dedicated on qwen3-30b-a3b (579 parameters, 18,624 matrices: one
 // owner's broadcast per matrix, coalesced per layer). With the replicas folded (a replica-symmetric
-// strategy on several nodes) a is the traits' *_folded, fitted the same way. The last term is the SimGrid platform
+// strategy on several nodes) a is the traits' *_folded, fitted the same way with the replicas in
+// lockstep (sim/replica_lockstep.hpp: replica 0's GPUs simulated), as they are on every layout
+// mesh_for_cluster gives (one replica a node; tests/test_sim_replica_lockstep.cpp), from 512 and
+// 1,024 GPUs (reports/measured/sim-speed-2026-11-27-lockstep/rss-steps.txt). The last term is the SimGrid platform
 // (sim/platform.cpp): a host and about 4 links per GPU, routes computed on demand. Building it
 // alone (an Engine, a Topology of 8 GPUs and 8 NICs a node, build_platform; VmRSS after minus
 // before, 2026-11-26) took 3,722 B per GPU from 1,024 to 16,384 GPUs (30 MB at 8,192), plus 25%;

@@ -34,10 +34,10 @@ StrategyTraits traits(Strategy s) {
   // One row per strategy: who runs NS, owner keeps the matrix, rail-striped, simulator host
   // bytes per parameter (one step, each further step; the same with the replicas folded).
   switch (s) {
-    case Strategy::adamw: return {NsRanks::none, false, false, 2300, 240, 70, 45};
-    case Strategy::ddp_redundant: return {NsRanks::every_rank, false, false, 1500, 840, 112, 85};
-    case Strategy::fsdp_gather: return {NsRanks::every_rank, false, false, 3800, 990, 364, 91};
-    case Strategy::zero1_a2a: return {NsRanks::owner_per_replica, false, false, 3300, 310, 124, 84};
+    case Strategy::adamw: return {NsRanks::none, false, false, 2300, 240, 39, 61};
+    case Strategy::ddp_redundant: return {NsRanks::every_rank, false, false, 1500, 840, 56, 3};
+    case Strategy::fsdp_gather: return {NsRanks::every_rank, false, false, 3800, 990, 182, 51};
+    case Strategy::zero1_a2a: return {NsRanks::owner_per_replica, false, false, 3300, 310, 54, 55};
     case Strategy::dedicated: return {NsRanks::owner, true, false, 1800, 200};
     case Strategy::owner_striped: return {NsRanks::owner, true, true, 1900, 310};
   }
