@@ -54,7 +54,7 @@ void Runner::execute(int c, CollectiveSync& cs) {
   cs.algorithm = s.algorithm;
   cs.start = sg4::Engine::get_clock();
   // NCCL beside compute: each member's compute-busy seconds so far, to know how much of the
-  // transfer ran beside compute.
+  // transfer ran beside compute (in lockstep a member's state is its replica-0 peer's: m % S).
   const double stretch = sc.call.members.size() > 1 ? collective_slowdown() : 0;
   std::vector<double> busy_before;
   if (stretch > 0) {
