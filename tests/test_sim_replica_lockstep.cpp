@@ -2,6 +2,8 @@
 // dates is simulated on replica 0's GPUs alone, with every outcome equal to simulating every GPU;
 // a program where that does not hold (a replica spanning nodes, a shared collective on a copied
 // collective's NVLink ports) is named and simulated GPU by GPU.
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "catch_compat.hpp"
@@ -14,10 +16,18 @@
 #include "sim/strategy_run.hpp"
 #include "sim/topology.hpp"
 #include "sim_test_support.hpp"
+#include "test_temp_dir.hpp"
 
 using namespace dmuon;
 
 namespace {
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 Scenario scenario(int nodes, int gpus, bool z3) { return simtest::replica_scenario(nodes, gpus, z3, false); }
 
@@ -76,6 +86,24 @@ TEST_CASE("replicas in lockstep simulate to every GPU's dates", "[sim][replica]"
       simtest::same_outcome(lockstep, every);
     }
   }
+}
+
+TEST_CASE("a trace of replicas in lockstep shows every traced GPU's own dates, as simulating every GPU does",
+          "[sim][replica]") {
+  const Scenario s = scenario(3, 2, true);
+  const CostModel cost = sim::scenario_cost_model(s);
+  const sim::StepProgram prog = folded_program(s, Strategy::fsdp_gather, mesh_for_cluster(s.cluster), cost);
+  const std::string dir = dmuon::test::temp_dir().string();
+  sim::SimOptions so;
+  so.trace_nodes = 3;  // replicas 1 and 2 read replica 0's dates
+  so.trace_file = dir + "/lockstep.json";
+  REQUIRE(sim::simulate(prog, s.cluster, so).simulated_gpus == 2);
+  so.lockstep_replicas = false;
+  so.trace_file = dir + "/every.json";
+  REQUIRE(sim::simulate(prog, s.cluster, so).simulated_gpus == 6);
+  const std::string lockstep = read(dir + "/lockstep.json");
+  CHECK(lockstep.size() > 1000);
+  CHECK(lockstep == read(dir + "/every.json"));
 }
 
 TEST_CASE("a replica spanning nodes is not in lockstep: every GPU is simulated", "[sim][replica]") {
