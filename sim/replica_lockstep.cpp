@@ -21,10 +21,7 @@ std::string replica_lockstep_obstacle(const StepProgram& prog, const Topology& t
   const std::size_t S = prog.ranks.size(), R = static_cast<std::size_t>(prog.replicas);
   const std::size_t first = prog.collectives_per_step;
   // The first step's collectives hold replica 0's, their copies and the shared ones.
-  std::vector<char> is_copy(first, 0);
-  for (std::size_t c = 0; c < first; ++c) {
-    for (int copy : prog.replica_copies[c]) is_copy[static_cast<std::size_t>(copy)] = 1;
-  }
+  const std::vector<int> original = prog.originals();
   // Ranks of replica 0 whose NVLink ports a copied collective uses.
   std::vector<char> copied_port(S, 0);
   for (std::size_t c = 0; c < first; ++c) {
@@ -35,7 +32,7 @@ std::string replica_lockstep_obstacle(const StepProgram& prog, const Topology& t
   }
   for (std::size_t c = 0; c < first; ++c) {
     const SimCollective& sc = prog.collectives[c];
-    if (!prog.replica_copies[c].empty() || is_copy[c]) continue;
+    if (!prog.replica_copies[c].empty() || original[c] != static_cast<int>(c)) continue;
     std::size_t in_first = 0;
     for (int m : sc.call.members) in_first += static_cast<std::size_t>(m) < S;
     if (in_first == 0 || in_first * R != sc.call.members.size()) {

@@ -1,6 +1,7 @@
 #include "sim/runner.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <utility>
 
 #include "core/error.hpp"
@@ -70,21 +71,13 @@ void Runner::start(const std::vector<sg4::Host*>& hosts) {
   }
   colls_.resize(prog_.collectives.size());
   arrivals_.resize(colls_.size());
-  executed_as_.resize(colls_.size());
   for (std::size_t c = 0; c < colls_.size(); ++c) {
     int n = 0;
     for (int m : prog_.collectives[c].call.members) n += static_cast<std::size_t>(m) < ranks_.size();
     arrivals_[c] = n;
-    executed_as_[c] = static_cast<int>(c);
   }
-  if (lockstep_) {
-    const std::size_t per_step = prog_.collectives_per_step;
-    for (std::size_t c = 0; c < prog_.replica_copies.size(); ++c) {
-      for (std::size_t k = 0; k * per_step < colls_.size(); ++k) {
-        for (int copy : prog_.replica_copies[c]) executed_as_[static_cast<std::size_t>(copy) + k * per_step] = static_cast<int>(c + k * per_step);
-      }
-    }
-  }
+  executed_as_ = prog_.originals();
+  if (!lockstep_) std::iota(executed_as_.begin(), executed_as_.end(), 0);  // every copy runs
   barrier_.mutex = sg4::Mutex::create();
   barrier_.cv = sg4::ConditionVariable::create();
   long first = 0;

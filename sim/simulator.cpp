@@ -4,6 +4,7 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
 
@@ -83,10 +84,12 @@ SimOutcome simulate_here(const StepProgram& program, const ClusterSpec& cluster,
   SimOutcome o = runner.outcome();
   o.simulated_gpus = static_cast<int>(lockstep ? program.ranks.size() : program.world());
   if (!options.trace_file.empty()) {
+    // The traced GPUs' dates only (a lockstep runner holds replica 0's, shared by the others).
+    const std::size_t traced = options.trace_nodes > 0 ? std::min(program.world(), std::size_t(options.trace_nodes) *
+                                                                                    std::size_t(topo.gpus_per_node()))
+                                                       : program.world();
     std::vector<std::vector<double>> start, end;
-    for (std::size_t r = 0; r < program.world(); ++r) {
-      start.push_back(runner.rank_state(r).start), end.push_back(runner.rank_state(r).end);
-    }
+    for (std::size_t r = 0; r < traced; ++r) start.push_back(runner.rank_state(r).start), end.push_back(runner.rank_state(r).end);
     write_chrome_trace(options.trace_file, program, start, end, topo.gpus_per_node(), options.trace_nodes);
   }
   o.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -71,6 +71,19 @@ void repeat_steps(StepProgram& prog, int steps) {
 
 }  // namespace
 
+std::vector<int> StepProgram::originals() const {
+  std::vector<int> original(collectives.size());
+  for (std::size_t c = 0; c < original.size(); ++c) original[c] = static_cast<int>(c);
+  for (std::size_t c = 0; c < replica_copies.size(); ++c) {
+    for (std::size_t k = 0; k * collectives_per_step < original.size(); ++k) {
+      for (int copy : replica_copies[c]) {
+        original[static_cast<std::size_t>(copy) + k * collectives_per_step] = static_cast<int>(c + k * collectives_per_step);
+      }
+    }
+  }
+  return original;
+}
+
 StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const Routing& routing,
                                const OptimizerConfig& optimizer, const CostModel& cost, const TrainingSpec& training,
                                const ProgramOptions& options) {

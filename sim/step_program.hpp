@@ -127,6 +127,8 @@ struct StepProgram {
     const auto& copies = replica_copies[first];
     return copies.empty() ? c : copies[rep - 1] + static_cast<int>(k * collectives_per_step);
   }
+  // Per collective of every step: the replica-0 collective it is a copy of (itself when none).
+  std::vector<int> originals() const;
   std::size_t step_begin(std::size_t rank) const {  // last_step_begin of the rank's list (0: none)
     const std::size_t list = replicas == 1 ? rank : rank % ranks.size();
     return list < last_step_begin.size() ? last_step_begin[list] : 0;
