@@ -135,10 +135,11 @@ void RankBuilder::classify(int rank) {
 void RankBuilder::add_plan_deps(SimOp& s, const std::vector<int>& members, int self) {
   const auto& plan_ops = plan_.ranks[static_cast<std::size_t>(rank_)];
   for (int m : members) {
+    DependencyProbe probe(plan_ops[static_cast<std::size_t>(m)]);
     for (int d : plan_ops[static_cast<std::size_t>(m)].deps) {
       const int sd = sim_of_[static_cast<std::size_t>(d)];
       if (sd == self) continue;
-      if (!real_dependency(plan_ops[static_cast<std::size_t>(m)], plan_ops[static_cast<std::size_t>(d)])) continue;
+      if (!probe.real(plan_ops[static_cast<std::size_t>(d)])) continue;
       if (sd < 0 || sd > self) {
         const Op& a = plan_ops[static_cast<std::size_t>(m)];
         const Op& b = plan_ops[static_cast<std::size_t>(d)];

@@ -104,10 +104,13 @@ class Runner {
   void pass_barrier();
   void arrive(int c);
   void execute(int c, CollectiveSync& cs);
-  void run_flows(const CollectiveSchedule& s);
-  void run_fast(const FastSummary& f, bool add_schedule_extra);
+  // `offset` is added to every rank the schedule or summary names (one_node_offset).
+  void run_flows(const CollectiveSchedule& s, int offset);
+  void run_fast(const FastSummary& f, bool add_schedule_extra, int offset);
   // One two-host parallel task per (src, dst, bytes), all at once, issued by helper actors.
-  void run_pairs(const std::vector<std::tuple<int, int, double>>& pairs);
+  void run_pairs(const std::vector<std::tuple<int, int, double>>& pairs, int offset);
+  // The first rank of the node holding every member, 0 when they span nodes.
+  int one_node_offset(const std::vector<int>& members) const;
   // Schedules (and their fast summaries) by what determines them: blocks of a model repeat
   // the same collectives layer after layer.
   struct Planned {

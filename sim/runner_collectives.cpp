@@ -22,6 +22,14 @@ constexpr std::size_t kDenseTaskHosts = 2048;
 
 }  // namespace
 
+int Runner::one_node_offset(const std::vector<int>& members) const {
+  const int node = topo_.node_of(members.front());
+  for (int m : members) {
+    if (topo_.node_of(m) != node) return 0;
+  }
+  return node * topo_.gpus_per_node();
+}
+
 void Runner::arrive(int c) {
   CollectiveSync& cs = colls_[static_cast<std::size_t>(c)];
   if (++cs.arrived < arrivals_[static_cast<std::size_t>(c)]) {
@@ -40,14 +48,29 @@ void Runner::execute(int c, CollectiveSync& cs) {
   // local: this actor yields while the collective runs and others plan theirs meanwhile.
   Planned local;
   const Planned* found = nullptr;
+  int offset = 0;  // the ranks the plan found names are these less `offset`
   if (sc.call.kind == OpKind::all_to_all) {
     local = plan(sc.call, sc.measured_seconds);
     found = &local;
   } else {
     // measured_seconds is a function of the key (kind, members, bytes): no need to key on it.
-    auto [it, fresh] = cache_.try_emplace({int(sc.call.kind), sc.call.members, sc.call.bytes, sc.call.rooted});
-    if (fresh) it->second = plan(sc.call, sc.measured_seconds);
-    found = &it->second;  // map nodes stay put and are never rewritten
+    // A collective inside one node is planned as its copy on node 0 and run moved back
+    // (`offset`): the nodes are alike (Topology), so the copy's schedule is this one's, every
+    // rank moved by the node's first rank. The owner strategies' per-node shard-group
+    // collectives were planned once per node.
+    offset = one_node_offset(sc.call.members);
+    if (offset == 0) {
+      auto [it, fresh] = cache_.try_emplace({int(sc.call.kind), sc.call.members, sc.call.bytes, sc.call.rooted});
+      if (fresh) it->second = plan(sc.call, sc.measured_seconds);
+      found = &it->second;  // map nodes stay put and are never rewritten
+    } else {
+      CollectiveCall copy{sc.call.kind, sc.call.members, sc.call.bytes, sc.call.rooted, {}};
+      for (int& m : copy.members) m -= offset;
+      for (auto& [root, bytes] : copy.rooted) root -= offset;
+      auto [it, fresh] = cache_.try_emplace({int(sc.call.kind), copy.members, copy.bytes, copy.rooted});
+      if (fresh) it->second = plan(copy, sc.measured_seconds);
+      found = &it->second;
+    }
   }
   const Planned& p = *found;
   const CollectiveSchedule& s = p.schedule;
@@ -68,16 +91,16 @@ void Runner::execute(int c, CollectiveSync& cs) {
     if (s.edges.empty()) {
       timed_sleep_for(p.wait_s);
     } else if (mode_ == SimMode::flows) {
-      run_flows(s);
+      run_flows(s, offset);
     } else {
-      run_fast(p.summary, false);
+      run_fast(p.summary, false, offset);
     }
   } else if (!s.edges.empty()) {
     timed_sleep_for(nccl_.base_latency_us * 1e-6);
     if (mode_ == SimMode::flows) {
-      run_flows(s);
+      run_flows(s, offset);
     } else {
-      run_fast(p.summary, true);
+      run_fast(p.summary, true, offset);
     }
   }
   // NCCL beside compute: every second of the transfer during which a member computed costs
@@ -96,7 +119,7 @@ void Runner::execute(int c, CollectiveSync& cs) {
 }
 
 // Every pipeline step as its flows; a step ends when its slowest flow does.
-void Runner::run_flows(const CollectiveSchedule& s) {
+void Runner::run_flows(const CollectiveSchedule& s, int offset) {
   std::vector<std::vector<const ScheduleEdge*>> starting(static_cast<std::size_t>(s.total_steps));
   for (const auto& e : s.edges) starting[static_cast<std::size_t>(e.first_step)].push_back(&e);
   std::vector<const ScheduleEdge*> active;
@@ -106,7 +129,8 @@ void Runner::run_flows(const CollectiveSchedule& s) {
     std::vector<sg4::CommPtr> comms;
     for (const auto* e : active) {
       const auto bytes = static_cast<std::uint64_t>(std::max(1.0, std::round(e->bytes_per_step)));
-      comms.push_back(sg4::Comm::sendto_async(hosts_[static_cast<std::size_t>(e->src)], hosts_[static_cast<std::size_t>(e->dst)], bytes));
+      comms.push_back(sg4::Comm::sendto_async(hosts_[static_cast<std::size_t>(e->src + offset)],
+                                              hosts_[static_cast<std::size_t>(e->dst + offset)], bytes));
     }
     sg4::Comm::wait_all(comms);
   }
@@ -134,18 +158,19 @@ Runner::Planned Runner::plan(const CollectiveCall& call, std::optional<double> m
 // (ExecImpl::post), so one actor issuing a world all-reduce's ~16,000 pairs spent its time there.
 constexpr std::size_t kPairsPerActor = 64;
 
-void Runner::run_pairs(const std::vector<std::tuple<int, int, double>>& pairs) {
+void Runner::run_pairs(const std::vector<std::tuple<int, int, double>>& pairs, int offset) {
   sg4::Actor* self = sg4::Actor::self();
   std::size_t pending = 0;  // helpers still waiting; this actor's frame outlives them all
   for (std::size_t begin = 0; begin < pairs.size(); begin += kPairsPerActor) {
     const std::size_t end = std::min(pairs.size(), begin + kPairsPerActor);
     ++pending;
-    sg4::Actor::create("pairs", hosts_[static_cast<std::size_t>(std::get<0>(pairs[begin]))], [this, &pairs, &pending, self, begin, end] {
+    sg4::Actor::create("pairs", hosts_[static_cast<std::size_t>(std::get<0>(pairs[begin]) + offset)],
+                       [this, &pairs, &pending, self, begin, end, offset] {
       const std::vector<double> flops(2, 0.0);
       std::vector<sg4::ExecPtr> tasks;
       for (std::size_t i = begin; i < end; ++i) {
         const auto& [src, dst, b] = pairs[i];
-        const std::vector<sg4::Host*> pair{hosts_[static_cast<std::size_t>(src)], hosts_[static_cast<std::size_t>(dst)]};
+        const std::vector<sg4::Host*> pair{hosts_[static_cast<std::size_t>(src + offset)], hosts_[static_cast<std::size_t>(dst + offset)]};
         tasks.push_back(sg4::this_actor::exec_init(pair, flops, {0.0, std::max(1.0, std::round(b)), 0.0, 0.0}));
         tasks.back()->start();
       }
@@ -156,11 +181,11 @@ void Runner::run_pairs(const std::vector<std::tuple<int, int, double>>& pairs) {
   while (pending > 0) sg4::this_actor::suspend();
 }
 
-void Runner::run_fast(const FastSummary& f, bool add_schedule_extra) {
+void Runner::run_fast(const FastSummary& f, bool add_schedule_extra, int offset) {
   std::vector<int> hosts_used;
   std::map<int, std::size_t> index;
   for (const auto& [src, dst, bytes] : f.pair_bytes) {
-    for (int r : {src, dst}) {
+    for (int r : {src + offset, dst + offset}) {
       if (index.emplace(r, hosts_used.size()).second) hosts_used.push_back(r);
     }
   }
@@ -173,12 +198,12 @@ void Runner::run_fast(const FastSummary& f, bool add_schedule_extra) {
     // communicate), without SimGrid 3.32's removal of each ended comm from a list of all in flight:
     // identical dates, 67 -> 16 s for adamw at 2,048 GPUs run this way (reports/sim-speed.md,
     // "Replica lockstep").
-    run_pairs(f.pair_bytes);
+    run_pairs(f.pair_bytes, offset);
   } else {
     std::vector<sg4::Host*> hosts;
     for (int r : hosts_used) hosts.push_back(hosts_[static_cast<std::size_t>(r)]);
     std::vector<double> flops(n, 0), bytes(n * n, 0);
-    for (const auto& [src, dst, b] : f.pair_bytes) bytes[index.at(src) * n + index.at(dst)] += b;
+    for (const auto& [src, dst, b] : f.pair_bytes) bytes[index.at(src + offset) * n + index.at(dst + offset)] += b;
     sg4::this_actor::parallel_execute(hosts, flops, bytes);
   }
   // The task took max_route_latency + (its bandwidth time under whatever else runs); alone it

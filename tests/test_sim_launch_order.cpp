@@ -1,6 +1,10 @@
 // sim/launch_order's real_dependency: a dependency between two collectives is real only where
 // they touch a common element (whatever the order their regions are listed in); a compute op's
 // dependency always is.
+#include <algorithm>
+#include <set>
+#include <tuple>
+
 #include "catch_compat.hpp"
 #include "sim/launch_order.hpp"
 
@@ -33,8 +37,9 @@ TEST_CASE("real_dependency: collectives depend only where their elements overlap
   CHECK_FALSE(sim::real_dependency(broadcast({{5, 0, 100}}), broadcast({{5, 100, 100}})));
   // Same offsets, other parameters.
   CHECK_FALSE(sim::real_dependency(broadcast({{1, 0, 100}, {2, 0, 100}}), broadcast({{0, 0, 100}, {4, 0, 100}})));
-  // Empty parts never overlap (a rank with no rows).
+  // Empty parts never overlap (a rank with no rows), not even strictly inside another region.
   CHECK_FALSE(sim::real_dependency(gather({{3, 0, 0}, {3, 0, 0}}), broadcast({{3, 0, 10}})));
+  CHECK_FALSE(sim::real_dependency(gather({{3, 7, 0}, {3, 9, 7}}), broadcast({{3, 5, 3}})));
 }
 
 TEST_CASE("real_dependency: regions listed out of order are still compared in full", "[sim][launch_order]") {
@@ -61,4 +66,77 @@ TEST_CASE("real_dependency: a compute op's dependency is always real", "[sim][la
   update.regions = {{1, 0, 10}};
   CHECK(sim::real_dependency(update, broadcast({{2, 0, 10}})));
   CHECK(sim::real_dependency(broadcast({{2, 0, 10}}), update));
+}
+
+TEST_CASE("DependencyProbe: one probe answers every dependency as a brute-force element check does", "[sim][launch_order]") {
+  // Random lists over 3 parameters x 64 elements: in order or shuffled, disjoint or
+  // overlapping within themselves, empty regions, regions and parts on one op, transfers. Every
+  // lookup path (merge, binary search either way, sorted copies) is taken; each answer must be
+  // the element-by-element one, and a probe reused over many b's must not carry state over.
+  std::uint64_t seed = 12345;
+  auto next = [&](int n) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<int>((seed >> 33) % static_cast<std::uint64_t>(n));
+  };
+  auto random_regions = [&](bool in_order, bool disjoint) {
+    std::vector<Region> out;
+    const int count = next(6);
+    std::int64_t at = 0;
+    std::size_t param = static_cast<std::size_t>(next(3));
+    for (int i = 0; i < count; ++i) {
+      if (disjoint) {
+        if (next(3) == 0 && param < 2) ++param, at = 0;
+        const std::int64_t begin = at + next(8), length = next(10);
+        out.push_back({param, begin, length});
+        at = begin + length;
+      } else {
+        out.push_back({static_cast<std::size_t>(next(3)), next(60), next(12)});
+      }
+    }
+    if (in_order) {
+      std::sort(out.begin(), out.end(), [](const Region& x, const Region& y) {
+        return std::tuple{x.param, x.offset, x.offset + x.count} < std::tuple{y.param, y.offset, y.offset + y.count};
+      });
+    } else {
+      for (std::size_t i = out.size(); i > 1; --i) std::swap(out[i - 1], out[static_cast<std::size_t>(next(static_cast<int>(i)))]);
+    }
+    return out;
+  };
+  auto random_op = [&] {
+    Op op;
+    op.kind = next(8) == 0 ? OpKind::momentum : OpKind::broadcast;
+    const bool in_order = next(2) == 0, disjoint = next(2) == 0;
+    (next(2) == 0 ? op.regions : op.parts) = random_regions(in_order, disjoint);
+    if (next(6) == 0) op.parts = random_regions(true, true);
+    if (next(8) == 0) op.transfers = {{0, 1, {1, next(60), next(5)}, {2, next(60), next(5)}}};
+    return op;
+  };
+  auto elements = [](const Op& op) {
+    std::set<std::pair<std::size_t, std::int64_t>> out;
+    auto add = [&](const Region& r) {
+      for (std::int64_t e = r.offset; e < r.offset + r.count; ++e) out.insert({r.param, e});
+    };
+    for (const Region& r : op.regions) add(r);
+    for (const Region& r : op.parts) add(r);
+    for (const Transfer& t : op.transfers) add(t.from), add(t.to);
+    return out;
+  };
+  int overlapping = 0, apart = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const Op a = random_op();
+    sim::DependencyProbe probe(a);
+    const auto ea = elements(a);
+    for (int k = 0; k < 10; ++k) {
+      const Op b = random_op();
+      bool expected = !is_collective(a.kind) || !is_collective(b.kind);
+      if (!expected) {
+        for (const auto& e : elements(b)) expected = expected || ea.count(e) > 0;
+      }
+      (expected ? overlapping : apart) += 1;
+      REQUIRE(probe.real(b) == expected);
+      REQUIRE(sim::real_dependency(a, b) == expected);
+    }
+  }
+  CHECK(overlapping > 500);
+  CHECK(apart > 500);
 }

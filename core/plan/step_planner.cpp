@@ -155,7 +155,7 @@ StepPlan plan_step(const ModelSpec& model, const Routing& routing, const Optimiz
       }
     }
   }
-  out.plan.validate(model, routing);
+  if (options.validate) out.plan.validate(model, routing);
   annotate_plan(out.plan, model, routing, optimizer);
   return out;
 }

@@ -49,6 +49,9 @@ struct StepPlanOptions {
     double gpu_memory_GiB = 0;
   };
   std::optional<MemoryLimit> memory_limit;
+  // false: plan_step leaves Plan::validate to its caller, which must run it before using the
+  // Plan's results (the simulator runs it on its second core beside building its step program).
+  bool validate = true;
 };
 
 // The planner knobs a scenario sets (its `planner:` section) and the node's NVLink (per
