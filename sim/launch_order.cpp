@@ -150,20 +150,29 @@ int unit_of(const Op& op, const Routing& routing, const ForwardBackwardCost& uni
 
 // Dependencies between one unit's merged collectives on one rank, added to `edges` as
 // (earlier collective, later collective).
-void collect_edges(const Entries& list, const std::vector<Op>& plan_ops, std::set<std::pair<int, int>>& edges) {
+RealDeps::RealDeps(const std::vector<Op>& ops) {
+  begin_.reserve(ops.size() + 1);
+  for (const Op& op : ops) {
+    begin_.push_back(static_cast<std::uint32_t>(real_.size()));
+    DependencyProbe probe(op);
+    for (int d : op.deps) real_.push_back(probe.real(ops[static_cast<std::size_t>(d)]) ? 1 : 0);
+  }
+  begin_.push_back(static_cast<std::uint32_t>(real_.size()));
+}
+
+void collect_edges(const Entries& list, const std::vector<Op>& plan_ops, const RealDeps& real,
+                   std::set<std::pair<int, int>>& edges) {
   std::map<int, int> collective_of;  // plan op -> collective
   for (const auto& [c, members] : list) {
     for (int m : members) collective_of[m] = c;
   }
   for (const auto& [c, members] : list) {
     for (int m : members) {
-      DependencyProbe probe(plan_ops[static_cast<std::size_t>(m)]);
-      for (int d : plan_ops[static_cast<std::size_t>(m)].deps) {
-        auto it = collective_of.find(d);
+      const std::vector<int>& deps = plan_ops[static_cast<std::size_t>(m)].deps;
+      for (std::size_t k = 0; k < deps.size(); ++k) {
+        auto it = collective_of.find(deps[k]);
         if (it == collective_of.end() || it->second == c) continue;
-        if (probe.real(plan_ops[static_cast<std::size_t>(d)])) {
-          edges.insert({it->second, c});
-        }
+        if (real.real(m, k)) edges.insert({it->second, c});
       }
     }
   }

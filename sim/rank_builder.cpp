@@ -135,11 +135,12 @@ void RankBuilder::classify(int rank) {
 void RankBuilder::add_plan_deps(SimOp& s, const std::vector<int>& members, int self) {
   const auto& plan_ops = plan_.ranks[static_cast<std::size_t>(rank_)];
   for (int m : members) {
-    DependencyProbe probe(plan_ops[static_cast<std::size_t>(m)]);
-    for (int d : plan_ops[static_cast<std::size_t>(m)].deps) {
+    const std::vector<int>& deps = plan_ops[static_cast<std::size_t>(m)].deps;
+    for (std::size_t k = 0; k < deps.size(); ++k) {
+      const int d = deps[k];
       const int sd = sim_of_[static_cast<std::size_t>(d)];
       if (sd == self) continue;
-      if (!probe.real(plan_ops[static_cast<std::size_t>(d)])) continue;
+      if (!real_.real(m, k)) continue;
       if (sd < 0 || sd > self) {
         const Op& a = plan_ops[static_cast<std::size_t>(m)];
         const Op& b = plan_ops[static_cast<std::size_t>(d)];
@@ -316,20 +317,23 @@ std::vector<SimOp> RankBuilder::build(int rank, const std::vector<NsTime>& compu
   const auto r = static_cast<std::size_t>(rank);
   if (collecting) {
     classify(rank);
+    real_ = RealDeps(plan_ops);
     for (auto* lists : {&fwd_, &bwd_}) {
-      for (const auto& list : *lists) collect_edges(list, plan_ops, edges);
+      for (const auto& list : *lists) collect_edges(list, plan_ops, real_, edges);
     }
     if (classified_.size() <= r) classified_.resize(plan_.ranks.size());
-    classified_[r] = {std::move(fwd_), std::move(bwd_), std::move(optimizer_ops_)};
+    classified_[r] = {std::move(fwd_), std::move(bwd_), std::move(optimizer_ops_), std::move(real_)};
     return {};
   }
   if (r < classified_.size()) {
     fwd_ = std::move(classified_[r].fwd);
     bwd_ = std::move(classified_[r].bwd);
     optimizer_ops_ = std::move(classified_[r].optimizer_ops);
+    real_ = std::move(classified_[r].real);
     classified_[r] = {};
   } else {
     classify(rank);
+    real_ = RealDeps(plan_ops);
   }
   for (auto* lists : {&fwd_, &bwd_}) {
     for (auto& list : *lists) {

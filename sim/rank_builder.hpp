@@ -68,6 +68,7 @@ class RankBuilder {
   int rank_ = 0;
   std::vector<Entries> fwd_, bwd_;
   std::vector<int> optimizer_ops_;
+  RealDeps real_;  // which of the rank's Plan dependencies are real (launch_order.hpp)
   std::vector<int> sim_of_;
   std::vector<int> last_writer_;  // set_producers' scratch: per parameter, a sim op index
   std::vector<std::pair<int, int>> op_unit_;  // classify's scratch: per plan op, unit_of and its latest_backward
@@ -76,6 +77,7 @@ class RankBuilder {
   struct Classified {
     std::vector<Entries> fwd, bwd;
     std::vector<int> optimizer_ops;
+    RealDeps real;
   };
   std::vector<Classified> classified_;
 
