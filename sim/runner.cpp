@@ -1,6 +1,7 @@
 #include "sim/runner.hpp"
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 #include <utility>
 
@@ -37,6 +38,17 @@ double sleep_until(double t_s) {
 }
 
 }  // namespace
+
+std::size_t Runner::stream_actors() const {
+  const std::size_t simulated = lockstep_ ? prog_.ranks.size() : prog_.world();
+  std::size_t actors = 0;
+  for (std::size_t r = 0; r < simulated; ++r) {
+    std::array<bool, kStreams> used{};
+    for (const SimOp& op : prog_.ops(r)) used[static_cast<std::size_t>(op.stream)] = true;
+    actors += static_cast<std::size_t>(std::count(used.begin(), used.end(), true));
+  }
+  return actors;
+}
 
 void Runner::start(const std::vector<sg4::Host*>& hosts) {
   hosts_ = hosts;

@@ -66,6 +66,8 @@ class Runner {
       : prog_(prog), topo_(topo), nccl_(nccl), mode_(options.mode), reference_(options.reference_runner),
         lockstep_(lockstep) {}
 
+  // The actors start() creates: one per stream with ops of each simulated GPU.
+  std::size_t stream_actors() const;
   void start(const std::vector<sg4::Host*>& hosts);
   SimOutcome outcome() const;
   void check_finished() const;

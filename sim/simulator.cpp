@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
@@ -58,6 +59,33 @@ void keep_freed_memory() {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
+// SimGrid protects each actor's stack (8 MiB) with a guard page, which splits the mapping the
+// stack sits in: two memory mappings an actor. Past vm.max_map_count (65,530 by default) the next
+// actor's mprotect fails and SimGrid aborts (owner-striped at 8,192 GPUs: ~33,000 actors). So
+// while the actors' mappings would not fit with room to spare, they run without guards, their
+// stacks mmap'ed one mapping each (a lower M_MMAP_THRESHOLD while start() creates them): from the
+// heap, SimGrid's calloc'ed stacks cost ~150 KiB of resident memory each (owner-striped at 4,096
+// GPUs 9.1 -> 11.7 GB), mmap'ed ones only the pages used. dmuon's actors use a few KiB of their
+// stack, so an overflow is not what the guard would catch here. Returns whether guards are off;
+// throws when even one mapping an actor would not fit.
+bool fit_actor_stacks(std::size_t actors) {
+  long limit = 65530;
+  std::ifstream in("/proc/sys/vm/max_map_count");
+  in >> limit;
+  constexpr long kOtherMappings = 8192;  // libraries, heap pieces, arenas, run_pairs' helpers
+  const long n = static_cast<long>(actors);
+  if (2 * n + kOtherMappings <= limit) return false;
+  if (n + kOtherMappings > limit) {
+    throw Error("sim: the simulation runs " + std::to_string(n) + " actors (one per GPU stream), one memory mapping each, over " +
+                "vm.max_map_count " + std::to_string(limit) + " less " + std::to_string(kOtherMappings) +
+                " for the rest of the process: raise it (sysctl -w vm.max_map_count=" + std::to_string(2 * (n + kOtherMappings)) +
+                ") or simulate fewer nodes");
+  }
+  sg4::Engine::set_config("contexts/guard-size:0");
+  mallopt(M_MMAP_THRESHOLD, 4 << 20);
+  return true;
+}
+
 SimOutcome simulate_here(const StepProgram& program, const ClusterSpec& cluster, const SimOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   keep_freed_memory();
@@ -78,7 +106,9 @@ SimOutcome simulate_here(const StepProgram& program, const ClusterSpec& cluster,
   const auto hosts = build_platform(topo);
   const bool lockstep = options.lockstep_replicas && replica_lockstep_obstacle(program, topo).empty();
   Runner runner(program, topo, cluster.nccl, options, lockstep);
+  const bool unguarded = fit_actor_stacks(runner.stream_actors());
   runner.start(hosts);
+  if (unguarded) keep_freed_memory();  // back to the heap for the parallel tasks' matrices
   engine.run();
   runner.check_finished();
   SimOutcome o = runner.outcome();
