@@ -1,7 +1,6 @@
 #include "sim/launch_order.hpp"
 
 #include <algorithm>
-#include <iterator>
 #include <map>
 #include <queue>
 #include <tuple>
@@ -57,77 +56,27 @@ bool in_order(const std::vector<Region>& list) {
   return std::is_sorted(list.begin(), list.end(), [](const Region& x, const Region& y) { return span(x) < span(y); });
 }
 
-// Whether a list in order is also disjoint within each parameter, empty regions aside: then
-// the ends of its non-empty regions rise with their begins, and the last non-empty region of a
-// parameter that begins before some end is the one that reaches furthest.
-bool disjoint(const std::vector<Region>& list) {
-  const Region* last = nullptr;  // the last non-empty region so far
-  for (const Region& r : list) {
-    if (r.count <= 0) continue;
-    if (last && last->param == r.param && last->offset + last->count > r.offset) return false;
-    last = &r;
-  }
-  return true;
-}
-
-// Whether any region of `x` (any order) meets one of `sorted`, which is in order and disjoint:
-// a binary search per region of x, nothing sorted or copied.
-bool meets_sorted(const std::vector<Region>& x, const std::vector<Region>& sorted) {
-  for (const Region& r : x) {
-    if (r.count <= 0) continue;
-    const std::int64_t end = r.offset + r.count;
-    // The first region of `sorted` at or after (r.param, end); the last non-empty one before
-    // it, if of the same parameter, begins before `end` and ends last of those that do.
-    auto it = std::lower_bound(sorted.begin(), sorted.end(), std::pair{r.param, end}, [](const Region& s, const auto& key) {
-      return std::pair{s.param, s.offset} < key;
-    });
-    while (it != sorted.begin() && std::prev(it)->count <= 0) --it;
-    if (it == sorted.begin()) continue;
-    --it;
-    if (it->param == r.param && it->offset + it->count > r.offset) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 // Whether two collectives touch a common element. The Plan orders ops per (parameter, buffer),
 // so two owners' broadcasts of different experts of one MoE stack are ordered although they
 // share no data; only an overlap is a real hazard. Asked for every dependency between two
-// collectives of every rank, so lists are read in place where they can be: a pass over the
-// lists as they stand finds most overlaps, and is the answer when both are in order; a list out
-// of order against a disjoint one in order takes a binary search per region (owner-striped's
-// bucket all-reduces list their regions by owner, and sorting a copy of each per dependency was
-// ~10% of its 1,024-GPU run). Otherwise `a`'s elements are sorted once for all of its
-// dependencies and `b`'s per call.
-DependencyProbe::DependencyProbe(const Op& a) : a_(a), collective_(is_collective(a.kind)), list_(only_list(a)) {}
-
-bool DependencyProbe::list_in_order() {
-  if (list_order_ < 0) list_order_ = !list_ ? 0 : !in_order(*list_) ? 0 : disjoint(*list_) ? 2 : 1;
-  return list_order_ >= 1;
-}
-
-bool DependencyProbe::real(const Op& b) {
-  if (!collective_ || !is_collective(b.kind)) return true;
+// collectives of every rank (RealDeps asks once per rank), so the common case reads the ops'
+// lists in place: the builders list regions in order, and a pair found overlapping is an
+// overlap whatever the order; only a "no" needs both lists sorted, else intervals() sorts copies.
+bool real_dependency(const Op& a, const Op& b) {
+  if (!is_collective(a.kind) || !is_collective(b.kind)) return true;
+  const std::vector<Region>* ra = only_list(a);
   const std::vector<Region>* rb = only_list(b);
-  if (list_ && rb) {
-    // Most dependencies overlap, found in the lists as they stand whatever their order.
-    if (sorted_overlap(*list_, *rb, span, span)) return true;
-    const bool b_in_order = in_order(*rb);
-    if (b_in_order && list_in_order()) return false;
-    if (b_in_order && disjoint(*rb)) return meets_sorted(*list_, *rb);
-    if (list_in_order() && list_order_ == 2) return meets_sorted(*rb, *list_);
+  if (ra && rb) {
+    if (sorted_overlap(*ra, *rb, span, span)) return true;
+    if (in_order(*ra) && in_order(*rb)) return false;
   }
-  if (!sorted_) {
-    intervals(a_, sorted_a_);
-    sorted_ = true;
-  }
-  thread_local Intervals y;  // reused
+  thread_local Intervals x, y;  // reused
+  intervals(a, x);
   intervals(b, y);
-  return sorted_overlap(sorted_a_, y, same, same);
+  return sorted_overlap(x, y, same, same);
 }
-
-bool real_dependency(const Op& a, const Op& b) { return DependencyProbe(a).real(b); }
 
 // The unit of a forward/backward collective: -1 when it spans several units (a DDP bucket is
 // then placed after the last of its units' backward, and never merged).
@@ -148,17 +97,17 @@ int unit_of(const Op& op, const Routing& routing, const ForwardBackwardCost& uni
   return single ? unit : -1;
 }
 
-// Dependencies between one unit's merged collectives on one rank, added to `edges` as
-// (earlier collective, later collective).
 RealDeps::RealDeps(const std::vector<Op>& ops) {
   begin_.reserve(ops.size() + 1);
   for (const Op& op : ops) {
     begin_.push_back(static_cast<std::uint32_t>(real_.size()));
-    DependencyProbe probe(op);
-    for (int d : op.deps) real_.push_back(probe.real(ops[static_cast<std::size_t>(d)]) ? 1 : 0);
+    for (int d : op.deps) real_.push_back(real_dependency(op, ops[static_cast<std::size_t>(d)]) ? 1 : 0);
   }
   begin_.push_back(static_cast<std::uint32_t>(real_.size()));
 }
+
+// Dependencies between one unit's merged collectives on one rank, added to `edges` as
+// (earlier collective, later collective).
 
 void collect_edges(const Entries& list, const std::vector<Op>& plan_ops, const RealDeps& real,
                    std::set<std::pair<int, int>>& edges) {

@@ -4,7 +4,6 @@
 #pragma once
 #include <cstdint>
 #include <set>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -31,25 +30,6 @@ struct MergeCycle : Error {
 // A dependency of op `a` on `b` that the step must respect: always, unless both are collectives
 // that touch no common element.
 bool real_dependency(const Op& a, const Op& b);
-
-// real_dependency(a, b) for one `a` and each of its dependencies b in turn (the Op must outlive
-// the probe): `a`'s elements are sorted once, not once per dependency.
-class DependencyProbe {
- public:
-  explicit DependencyProbe(const Op& a);
-  bool real(const Op& b);
-
- private:
-  using Span = std::tuple<std::size_t, std::int64_t, std::int64_t>;  // (param, begin, end)
-  bool list_in_order();  // list_ is in order (list_order_ says whether also disjoint)
-
-  const Op& a_;
-  bool collective_;
-  const std::vector<Region>* list_;  // a's one list of regions, if it has one
-  int list_order_ = -1;  // not looked at yet; 0 out of order; 1 in order; 2 in order and disjoint
-  bool sorted_ = false;
-  std::vector<Span> sorted_a_;  // a's elements sorted, once needed
-};
 
 // real_dependency of every op of one rank's list on each of its Plan dependencies, asked once
 // and read by both passes of the program's build (each asked it of the same pairs: ~10% of a

@@ -1,6 +1,6 @@
-// sim/launch_order's real_dependency: a dependency between two collectives is real only where
-// they touch a common element (whatever the order their regions are listed in); a compute op's
-// dependency always is.
+// sim/launch_order's real_dependency and RealDeps (its answers for one rank's list): a
+// dependency between two collectives is real only where they touch a common element (whatever
+// the order their regions are listed in); a compute op's dependency always is.
 #include <algorithm>
 #include <set>
 #include <tuple>
@@ -68,11 +68,11 @@ TEST_CASE("real_dependency: a compute op's dependency is always real", "[sim][la
   CHECK(sim::real_dependency(broadcast({{2, 0, 10}}), update));
 }
 
-TEST_CASE("DependencyProbe: one probe answers every dependency as a brute-force element check does", "[sim][launch_order]") {
+TEST_CASE("real_dependency and RealDeps answer every dependency as a brute-force element check does", "[sim][launch_order]") {
   // Random lists over 3 parameters x 64 elements: in order or shuffled, disjoint or
-  // overlapping within themselves, empty regions, regions and parts on one op, transfers. Every
-  // lookup path (merge, binary search either way, sorted copies) is taken; each answer must be
-  // the element-by-element one, and a probe reused over many b's must not carry state over.
+  // overlapping within themselves, empty regions, regions and parts on one op, transfers (both
+  // paths: the lists read in place, sorted copies). Each answer must be the element-by-element
+  // one, and RealDeps must hand back each op's answers at its dependencies' positions.
   std::uint64_t seed = 12345;
   auto next = [&](int n) {
     seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -123,19 +123,27 @@ TEST_CASE("DependencyProbe: one probe answers every dependency as a brute-force 
   };
   int overlapping = 0, apart = 0;
   for (int trial = 0; trial < 400; ++trial) {
-    const Op a = random_op();
-    sim::DependencyProbe probe(a);
+    // ops 0..9 are the b's; op 10 is a, depending on each of them, op 11 on op 10 alone.
+    std::vector<Op> ops;
+    for (int k = 0; k < 10; ++k) ops.push_back(random_op());
+    ops.push_back(random_op());
+    for (int k = 9; k >= 0; --k) ops[10].deps.push_back(k);
+    ops.push_back(random_op());
+    ops[11].deps = {10};
+    const sim::RealDeps real(ops);
+    const Op& a = ops[10];
     const auto ea = elements(a);
-    for (int k = 0; k < 10; ++k) {
-      const Op b = random_op();
+    for (std::size_t k = 0; k < a.deps.size(); ++k) {
+      const Op& b = ops[static_cast<std::size_t>(a.deps[k])];
       bool expected = !is_collective(a.kind) || !is_collective(b.kind);
       if (!expected) {
         for (const auto& e : elements(b)) expected = expected || ea.count(e) > 0;
       }
       (expected ? overlapping : apart) += 1;
-      REQUIRE(probe.real(b) == expected);
       REQUIRE(sim::real_dependency(a, b) == expected);
+      REQUIRE(real.real(10, k) == expected);
     }
+    REQUIRE(real.real(11, 0) == sim::real_dependency(ops[11], a));
   }
   CHECK(overlapping > 500);
   CHECK(apart > 500);
