@@ -155,3 +155,39 @@ TEST_CASE("the size calibration scales the bandwidth term by 1/efficiency", "[si
 TEST_CASE("a one-member collective has no network schedule", "[sim][collectives]") {
   CHECK(collective_seconds(call(OpKind::all_reduce, {0}, 1e9), cluster(1, 2), SimMode::fast) == 0);
 }
+
+TEST_CASE("a collective inside another node runs on that node's links, planned as its node-0 copy", "[sim][collectives]") {
+  // The runner plans a collective whose members share node k as its copy on node 0 and runs it
+  // moved back (Runner::one_node_offset). Two all-gathers start together, on nodes 0 and 2: each
+  // takes the closed form alone; run on node 0's GPUs instead, node 2's would share their NVLink
+  // ports with node 0's and both would take about twice the bandwidth term.
+  const int p = 4;
+  const double S = 256e6;
+  const ClusterSpec cl = cluster(3, p);
+  sim::StepProgram prog;
+  prog.ranks.resize(3 * p);
+  for (const std::vector<int>& members : {std::vector<int>{0, 1, 2, 3}, std::vector<int>{8, 9, 10, 11}}) {
+    sim::SimCollective c;
+    c.call = call(OpKind::all_gather, members, S);
+    c.group = "node";
+    prog.collectives.push_back(c);
+    for (int r : members) {
+      sim::SimOp op;
+      op.stream = sim::kGatherStream;
+      op.category = "collective";
+      op.collective = static_cast<int>(prog.collectives.size()) - 1;
+      prog.ranks[static_cast<std::size_t>(r)].push_back(op);
+    }
+  }
+  const double alone = kBase + (p - 1) * kNvlAlpha + double(p - 1) / p * S / kNvlB;
+  for (SimMode mode : {SimMode::fast, SimMode::flows}) {
+    INFO("mode " << to_string(mode));
+    sim::SimOptions o;
+    o.mode = mode;
+    const auto out = sim::simulate(prog, cl, o);
+    REQUIRE(out.collectives.size() == 2);
+    CHECK(out.collectives[0].seconds() == Approx(alone).epsilon(0.01));
+    CHECK(out.collectives[1].seconds() == Approx(alone).epsilon(0.01));
+    CHECK(out.collectives[1].seconds() == out.collectives[0].seconds());
+  }
+}
