@@ -108,7 +108,6 @@ RealDeps::RealDeps(const std::vector<Op>& ops) {
 
 // Dependencies between one unit's merged collectives on one rank, added to `edges` as
 // (earlier collective, later collective).
-
 void collect_edges(const Entries& list, const std::vector<Op>& plan_ops, const RealDeps& real,
                    std::set<std::pair<int, int>>& edges) {
   std::map<int, int> collective_of;  // plan op -> collective

@@ -98,6 +98,7 @@ void RankBuilder::classify(int rank) {
   fwd_.assign(static_cast<std::size_t>(U), {});
   bwd_.assign(static_cast<std::size_t>(U), {});
   optimizer_ops_.clear();
+  real_ = RealDeps(plan_ops);  // both passes read it: asked once
   // A bucket's launches belong to its first unit: its forward compute needs them, and in the
   // backward, which runs units in reverse, that unit's gradients are the bucket's last.
   std::map<int, int> bucket_unit;
@@ -317,7 +318,6 @@ std::vector<SimOp> RankBuilder::build(int rank, const std::vector<NsTime>& compu
   const auto r = static_cast<std::size_t>(rank);
   if (collecting) {
     classify(rank);
-    real_ = RealDeps(plan_ops);
     for (auto* lists : {&fwd_, &bwd_}) {
       for (const auto& list : *lists) collect_edges(list, plan_ops, real_, edges);
     }
@@ -333,7 +333,6 @@ std::vector<SimOp> RankBuilder::build(int rank, const std::vector<NsTime>& compu
     classified_[r] = {};
   } else {
     classify(rank);
-    real_ = RealDeps(plan_ops);
   }
   for (auto* lists : {&fwd_, &bwd_}) {
     for (auto& list : *lists) {

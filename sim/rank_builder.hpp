@@ -37,7 +37,7 @@ class RankBuilder {
 
  private:
   int merged_index(int rank, const Op& op, int unit);
-  void classify(int rank);  // fills fwd_, bwd_ (per unit) and optimizer_ops_
+  void classify(int rank);  // fills fwd_, bwd_ (per unit), optimizer_ops_ and real_
   void add_plan_deps(SimOp& s, const std::vector<int>& members, int self);
   int collective_op(int c, const std::vector<int>& members, std::vector<int> extra);
   int sharded_ns(int i, const NsTime& priced);

@@ -40,9 +40,8 @@ double sleep_until(double t_s) {
 }  // namespace
 
 std::size_t Runner::stream_actors() const {
-  const std::size_t simulated = lockstep_ ? prog_.ranks.size() : prog_.world();
   std::size_t actors = 0;
-  for (std::size_t r = 0; r < simulated; ++r) {
+  for (std::size_t r = 0; r < simulated_gpus(); ++r) {
     std::array<bool, kStreams> used{};
     for (const SimOp& op : prog_.ops(r)) used[static_cast<std::size_t>(op.stream)] = true;
     actors += static_cast<std::size_t>(std::count(used.begin(), used.end(), true));
@@ -52,7 +51,7 @@ std::size_t Runner::stream_actors() const {
 
 void Runner::start(const std::vector<sg4::Host*>& hosts) {
   hosts_ = hosts;
-  ranks_.resize(lockstep_ ? prog_.ranks.size() : prog_.world());
+  ranks_.resize(simulated_gpus());
   reduce_dependencies();
   for (std::size_t r = 0; r < ranks_.size(); ++r) {
     RankSync& rs = ranks_[r];

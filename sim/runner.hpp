@@ -66,6 +66,8 @@ class Runner {
       : prog_(prog), topo_(topo), nccl_(nccl), mode_(options.mode), reference_(options.reference_runner),
         lockstep_(lockstep) {}
 
+  // The GPUs that run actors: replica 0's in lockstep, else every one.
+  std::size_t simulated_gpus() const { return lockstep_ ? prog_.ranks.size() : prog_.world(); }
   // The actors start() creates: one per stream with ops of each simulated GPU.
   std::size_t stream_actors() const;
   void start(const std::vector<sg4::Host*>& hosts);

@@ -59,18 +59,16 @@ void Runner::execute(int c, CollectiveSync& cs) {
     // rank moved by the node's first rank. The owner strategies' per-node shard-group
     // collectives were planned once per node.
     offset = one_node_offset(sc.call.members);
-    if (offset == 0) {
-      auto [it, fresh] = cache_.try_emplace({int(sc.call.kind), sc.call.members, sc.call.bytes, sc.call.rooted});
-      if (fresh) it->second = plan(sc.call, sc.measured_seconds);
-      found = &it->second;  // map nodes stay put and are never rewritten
-    } else {
-      CollectiveCall copy{sc.call.kind, sc.call.members, sc.call.bytes, sc.call.rooted, {}};
-      for (int& m : copy.members) m -= offset;
-      for (auto& [root, bytes] : copy.rooted) root -= offset;
-      auto [it, fresh] = cache_.try_emplace({int(sc.call.kind), copy.members, copy.bytes, copy.rooted});
-      if (fresh) it->second = plan(copy, sc.measured_seconds);
-      found = &it->second;
+    CollectiveCall moved;  // the node-0 copy, when offset > 0
+    if (offset > 0) {
+      moved = {sc.call.kind, sc.call.members, sc.call.bytes, sc.call.rooted, {}};
+      for (int& m : moved.members) m -= offset;
+      for (auto& [root, bytes] : moved.rooted) root -= offset;
     }
+    const CollectiveCall& call = offset > 0 ? moved : sc.call;
+    auto [it, fresh] = cache_.try_emplace({int(call.kind), call.members, call.bytes, call.rooted});
+    if (fresh) it->second = plan(call, sc.measured_seconds);
+    found = &it->second;  // map nodes stay put and are never rewritten
   }
   const Planned& p = *found;
   const CollectiveSchedule& s = p.schedule;

@@ -112,7 +112,7 @@ SimOutcome simulate_here(const StepProgram& program, const ClusterSpec& cluster,
   engine.run();
   runner.check_finished();
   SimOutcome o = runner.outcome();
-  o.simulated_gpus = static_cast<int>(lockstep ? program.ranks.size() : program.world());
+  o.simulated_gpus = static_cast<int>(runner.simulated_gpus());
   if (!options.trace_file.empty()) {
     // The traced GPUs' dates only (a lockstep runner holds replica 0's, shared by the others).
     const std::size_t traced = options.trace_nodes > 0 ? std::min(program.world(), std::size_t(options.trace_nodes) *
