@@ -134,7 +134,7 @@ void RankBuilder::classify(int rank) {
 }
 
 void RankBuilder::add_plan_deps(SimOp& s, const std::vector<int>& members, int self) {
-  const auto& plan_ops = plan_.ranks[static_cast<std::size_t>(rank_)];
+  const auto& plan_ops = plan_.ranks[static_cast<std::size_t>(list_rank_)];
   for (int m : members) {
     const std::vector<int>& deps = plan_ops[static_cast<std::size_t>(m)].deps;
     for (std::size_t k = 0; k < deps.size(); ++k) {
@@ -172,7 +172,7 @@ int RankBuilder::collective_op(int c, const std::vector<int>& members, std::vect
 // all-reduces are listed before the compute (the GPU interleaves them; the sum is the same
 // while nothing else runs on the stream).
 int RankBuilder::sharded_ns(int i, const NsTime& priced) {
-  const Op& op = plan_.ranks[static_cast<std::size_t>(rank_)][static_cast<std::size_t>(i)];
+  const Op& op = plan_.ranks[static_cast<std::size_t>(list_rank_)][static_cast<std::size_t>(i)];
   const MuonMatrix& mm = routing_.muon_matrices.at(op.matrices.at(0));
   const std::vector<int>& members = plan_.groups[static_cast<std::size_t>(op.group)].ranks;
   const NsShardComm comm = ns_shard_comm(ns_kernel_of(*ns), mm.rows, mm.cols, ns->steps, ns->restarts,
@@ -196,8 +196,8 @@ int RankBuilder::sharded_ns(int i, const NsTime& priced) {
       prog_.collectives.push_back(std::move(c));
     }
   }
-  int last = collective_op(by_id[id], {i}, {});
-  for (int k = 1; k < launches; ++k) last = collective_op(by_id[id] + k, {}, {last});
+  int last = collective_op(moved(by_id[id]), {i}, {});
+  for (int k = 1; k < launches; ++k) last = collective_op(moved(by_id[id] + k), {}, {last});
   SimOp s{kComputeStream, Phase::optimizer, std::string(to_string(op.kind)), op.label, priced.seconds, -1, {last},
           std::string(source_class(priced.source))};
   s.launches = 1;
@@ -212,7 +212,7 @@ int RankBuilder::sharded_ns(int i, const NsTime& priced) {
 // a rank that only receives, nothing of step t writes them and the collective waits for the
 // owner through the collective itself.
 void RankBuilder::set_producers() {
-  const auto& plan_ops = plan_.ranks[static_cast<std::size_t>(rank_)];
+  const auto& plan_ops = plan_.ranks[static_cast<std::size_t>(list_rank_)];
   last_writer_.assign(units_.unit_of_param.size(), -1);
   for (int i : optimizer_ops_) {
     const Op& op = plan_ops[static_cast<std::size_t>(i)];
@@ -232,7 +232,7 @@ void RankBuilder::set_producers() {
 int RankBuilder::fsdp2_copy(const Entries& entries, OpKind kind, Phase phase, int unit, std::vector<int> deps,
                             double& host_wait) {
   if (!t_.fsdp2_copies || !cost) return -1;
-  const auto& plan_ops = plan_.ranks[static_cast<std::size_t>(rank_)];
+  const auto& plan_ops = plan_.ranks[static_cast<std::size_t>(list_rank_)];
   double bytes = 0;
   for (const auto& [c, members] : entries) {
     for (int m : members) {
@@ -313,7 +313,8 @@ void RankBuilder::emit_forward_backward() {
 
 std::vector<SimOp> RankBuilder::build(int rank, const std::vector<NsTime>& compute) {
   ops_.clear();
-  rank_ = rank;
+  rank_ = list_rank_ = rank;
+  move_fold_ = nullptr;
   const auto& plan_ops = plan_.ranks[static_cast<std::size_t>(rank)];
   const auto r = static_cast<std::size_t>(rank);
   if (collecting) {
@@ -325,7 +326,12 @@ std::vector<SimOp> RankBuilder::build(int rank, const std::vector<NsTime>& compu
     classified_[r] = {std::move(fwd_), std::move(bwd_), std::move(optimizer_ops_), std::move(real_)};
     return {};
   }
-  if (r < classified_.size()) {
+  if (r < classified_.size() && keep_classified) {
+    fwd_ = classified_[r].fwd;
+    bwd_ = classified_[r].bwd;
+    optimizer_ops_ = classified_[r].optimizer_ops;
+    real_ = classified_[r].real;
+  } else if (r < classified_.size()) {
     fwd_ = std::move(classified_[r].fwd);
     bwd_ = std::move(classified_[r].bwd);
     optimizer_ops_ = std::move(classified_[r].optimizer_ops);
@@ -334,6 +340,42 @@ std::vector<SimOp> RankBuilder::build(int rank, const std::vector<NsTime>& compu
   } else {
     classify(rank);
   }
+  return emit_rank(compute);
+}
+
+std::vector<SimOp> RankBuilder::build_moved(int rank, int template_rank, const ReplicaFold& fold,
+                                            const std::vector<NsTime>& compute) {
+  const auto t = static_cast<std::size_t>(template_rank);
+  if (collecting || !keep_classified || t >= classified_.size()) {
+    throw Error("sim: rank " + std::to_string(rank) + " built as rank " + std::to_string(template_rank) +
+                "'s list moved before that rank was classified");
+  }
+  ops_.clear();
+  rank_ = rank;
+  list_rank_ = template_rank;
+  move_fold_ = &fold;
+  move_replica_ = plan_.mesh.replica_of(rank);
+  fwd_ = classified_[t].fwd;
+  bwd_ = classified_[t].bwd;
+  optimizer_ops_ = classified_[t].optimizer_ops;
+  real_ = classified_[t].real;
+  for (auto* lists : {&fwd_, &bwd_}) {
+    for (auto& list : *lists) {
+      for (auto& entry : list) entry.first = moved(entry.first);
+    }
+  }
+  std::vector<SimOp> out = emit_rank(compute);
+  move_fold_ = nullptr;
+  return out;
+}
+
+int RankBuilder::moved(int c) const { return move_fold_ ? move_fold_->collective(c, move_replica_) : c; }
+
+// The second pass's ops of the rank classified in fwd_, bwd_ and optimizer_ops_, from the Plan
+// list of list_rank_.
+std::vector<SimOp> RankBuilder::emit_rank(const std::vector<NsTime>& compute) {
+  const int rank = rank_;
+  const auto& plan_ops = plan_.ranks[static_cast<std::size_t>(list_rank_)];
   for (auto* lists : {&fwd_, &bwd_}) {
     for (auto& list : *lists) {
       std::stable_sort(list.begin(), list.end(), [&](const auto& x, const auto& y) {
@@ -351,7 +393,7 @@ std::vector<SimOp> RankBuilder::build(int rank, const std::vector<NsTime>& compu
     const bool fused = fuses_with(plan_ops, previous, i);
     previous = i;
     if (is_collective(op.kind)) {
-      collective_op(merged_index(rank, op, -1), {i}, {});
+      collective_op(moved(merged_index(rank, op, -1)), {i}, {});
       continue;
     }
     if (is_sharded_ns(op)) {

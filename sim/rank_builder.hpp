@@ -11,6 +11,7 @@
 #include "core/optimizer/optimizer_config.hpp"
 #include "core/cost/plan_cost.hpp"
 #include "sim/launch_order.hpp"
+#include "sim/replica_fold.hpp"
 #include "sim/step_program.hpp"
 
 namespace dmuon::sim {
@@ -26,6 +27,14 @@ class RankBuilder {
   // First pass (collecting): only gathers the ordering constraints into `edges`. Second pass:
   // builds the rank's ops with every unit's launches in `positions` order.
   std::vector<SimOp> build(int rank, const std::vector<NsTime>& compute);
+  // Second pass, a folded program (sim/replica_fold.hpp): rank `rank` built as `template_rank`'s
+  // Plan list moved to its replica (collectives mapped by `fold`), sorted by its own positions:
+  // what build() gives for the rank when its Plan list is the template's moved. Needs the
+  // template rank classified in the first pass and keep_classified.
+  std::vector<SimOp> build_moved(int rank, int template_rank, const ReplicaFold& fold, const std::vector<NsTime>& compute);
+  // Second pass: keep each rank's first-pass classification after building it (build_moved
+  // reads the template's), instead of moving it into the build.
+  bool keep_classified = false;
   bool collecting = true;
   std::set<std::pair<int, int>> edges;
   std::vector<int> positions;
@@ -37,6 +46,8 @@ class RankBuilder {
 
  private:
   int merged_index(int rank, const Op& op, int unit);
+  std::vector<SimOp> emit_rank(const std::vector<NsTime>& compute);
+  int moved(int c) const;  // collective c as the rank being built sees it (build_moved)
   void classify(int rank);  // fills fwd_, bwd_ (per unit), optimizer_ops_ and real_
   void add_plan_deps(SimOp& s, const std::vector<int>& members, int self);
   int collective_op(int c, const std::vector<int>& members, std::vector<int> extra);
@@ -66,6 +77,9 @@ class RankBuilder {
   std::vector<SimOp> ops_;
   // The rank being built: its collectives per unit, optimizer-phase ops, plan op -> sim op.
   int rank_ = 0;
+  int list_rank_ = 0;  // whose Plan list it runs: rank_, or its template rank (build_moved)
+  const ReplicaFold* move_fold_ = nullptr;  // build_moved: the fold and the rank's replica
+  int move_replica_ = 0;
   std::vector<Entries> fwd_, bwd_;
   std::vector<int> optimizer_ops_;
   RealDeps real_;  // which of the rank's Plan dependencies are real (launch_order.hpp)

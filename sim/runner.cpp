@@ -39,9 +39,18 @@ double sleep_until(double t_s) {
 
 }  // namespace
 
+std::vector<std::size_t> Runner::simulated_ranks() const {
+  std::vector<std::size_t> out;
+  out.reserve(simulated_gpus());
+  for (std::size_t r = 0; r < prog_.world(); ++r) {
+    if (!lockstep_ || prog_.runs_as_built(r)) out.push_back(r);
+  }
+  return out;
+}
+
 std::size_t Runner::stream_actors() const {
   std::size_t actors = 0;
-  for (std::size_t r = 0; r < simulated_gpus(); ++r) {
+  for (std::size_t r : simulated_ranks()) {
     std::array<bool, kStreams> used{};
     for (const SimOp& op : prog_.ops(r)) used[static_cast<std::size_t>(op.stream)] = true;
     actors += static_cast<std::size_t>(std::count(used.begin(), used.end(), true));
@@ -53,8 +62,9 @@ void Runner::start(const std::vector<sg4::Host*>& hosts) {
   hosts_ = hosts;
   ranks_.resize(simulated_gpus());
   reduce_dependencies();
-  for (std::size_t r = 0; r < ranks_.size(); ++r) {
-    RankSync& rs = ranks_[r];
+  const std::vector<std::size_t> gpus = simulated_ranks();
+  for (std::size_t r : gpus) {
+    RankSync& rs = ranks_[slot(r)];
     const auto& ops = prog_.ops(r);
     const std::size_t n = ops.size();
     rs.done.assign(n, 0);
@@ -74,8 +84,8 @@ void Runner::start(const std::vector<sg4::Host*>& hosts) {
     }
   }
   if (contended()) {
-    for (std::size_t r = 0; r < ranks_.size(); ++r) {
-      RankSync& rs = ranks_[r];
+    for (std::size_t r : gpus) {
+      RankSync& rs = ranks_[slot(r)];
       rs.slowed.assign(prog_.ops(r).size(), 0);
       rs.nccl_mutex = sg4::Mutex::create(), rs.nccl_changed = sg4::ConditionVariable::create();
     }
@@ -84,7 +94,7 @@ void Runner::start(const std::vector<sg4::Host*>& hosts) {
   arrivals_.resize(colls_.size());
   for (std::size_t c = 0; c < colls_.size(); ++c) {
     int n = 0;
-    for (int m : prog_.collectives[c].call.members) n += static_cast<std::size_t>(m) < ranks_.size();
+    for (int m : prog_.collectives[c].call.members) n += !lockstep_ || prog_.runs_as_built(static_cast<std::size_t>(m));
     arrivals_[c] = n;
   }
   executed_as_ = prog_.originals();
@@ -93,19 +103,21 @@ void Runner::start(const std::vector<sg4::Host*>& hosts) {
   barrier_.cv = sg4::ConditionVariable::create();
   long first = 0;
   bool second = false;
-  for (const auto& ops : prog_.ranks) {  // each list runs on `replicas` ranks
-    for (const SimOp& op : ops) {
+  std::vector<long> clock0(prog_.ranks.size(), 0);  // per list: its clock-0 ops
+  for (std::size_t l = 0; l < prog_.ranks.size(); ++l) {
+    for (const SimOp& op : prog_.ranks[l]) {
       if (op.issue_clock == 0) {
-        first += lockstep_ ? 1 : prog_.replicas;
+        ++clock0[l];
       } else {
         second = true;
       }
     }
   }
+  for (std::size_t r : gpus) first += clock0[prog_.list(r)];  // a list runs on every rank it stands for
   if (second && prog_.issue_s_per_launch) barrier_.pending = first;
 }
 
-// Per list of the program (a folded program's replicas share theirs: list r % S).
+// Per list of the program (a folded program's replicas share their template's: StepProgram::list).
 void Runner::reduce_dependencies() {
   need_begin_.assign(prog_.ranks.size(), {});
   needs_.clear();
@@ -153,8 +165,8 @@ void Runner::pass_barrier() {
 }
 
 void Runner::wait_needs(int rank, int stream, int op) {
-  RankSync& rs = ranks_[static_cast<std::size_t>(rank)];
-  const auto& begin = need_begin_[static_cast<std::size_t>(rank) % need_begin_.size()];
+  RankSync& rs = ranks_[slot(static_cast<std::size_t>(rank))];
+  const auto& begin = need_begin_[prog_.list(static_cast<std::size_t>(rank))];
   for (std::size_t k = begin[static_cast<std::size_t>(op)]; k < begin[static_cast<std::size_t>(op) + 1]; ++k) {
     const Need n = needs_[k];
     rs.wait_stream[stream] = n.stream;
@@ -167,7 +179,7 @@ void Runner::wait_needs(int rank, int stream, int op) {
 // The per-op dependency lists and a wake-up of every waiting stream at every op's end: what
 // the runner did before reduce_dependencies, kept as the reference the tests compare against.
 void Runner::wait_all_deps(int rank, int stream, const std::vector<int>& deps) {
-  RankSync& rs = ranks_[static_cast<std::size_t>(rank)];
+  RankSync& rs = ranks_[slot(static_cast<std::size_t>(rank))];
   std::size_t next = 0;  // deps before it are done: a wake-up does not rescan them
   auto ready = [&] {
     while (next < deps.size() && rs.done[static_cast<std::size_t>(deps[next])]) ++next;
@@ -179,7 +191,7 @@ void Runner::wait_all_deps(int rank, int stream, const std::vector<int>& deps) {
 }
 
 void Runner::op_done(int rank, int stream, std::size_t op) {
-  RankSync& rs = ranks_[static_cast<std::size_t>(rank)];
+  RankSync& rs = ranks_[slot(static_cast<std::size_t>(rank))];
   rs.done[op] = 1;
   const int completed = ++rs.completed[stream];
   for (int t = 0; t < kStreams; ++t) {
@@ -194,7 +206,7 @@ void Runner::op_done(int rank, int stream, std::size_t op) {
 // actor) and, with the host issue model, its host has enqueued it; it ends no earlier than its
 // last launch allows (SimOp::issued_end_s).
 void Runner::stream_actor(int rank, int stream, const std::vector<int>& ops) {
-  RankSync& rs = ranks_[static_cast<std::size_t>(rank)];
+  RankSync& rs = ranks_[slot(static_cast<std::size_t>(rank))];
   const bool host = prog_.issue_s_per_launch.has_value();
   const bool slowed = contended();
   const bool stretches = collective_slowdown() > 0;
@@ -239,34 +251,34 @@ void Runner::stream_actor(int rank, int stream, const std::vector<int>& ops) {
 }
 
 void Runner::compute_starts(int rank) {
-  RankSync& rs = ranks_[static_cast<std::size_t>(rank)];
+  RankSync& rs = ranks_[slot(static_cast<std::size_t>(rank))];
   if (rs.computing++ == 0) rs.computing_since = sg4::Engine::get_clock();
 }
 
 void Runner::compute_ends(int rank) {
-  RankSync& rs = ranks_[static_cast<std::size_t>(rank)];
+  RankSync& rs = ranks_[slot(static_cast<std::size_t>(rank))];
   if (--rs.computing == 0) rs.compute_busy_s += sg4::Engine::get_clock() - rs.computing_since;
 }
 
 double Runner::compute_busy_until_now(int rank) const {
-  const RankSync& rs = ranks_[static_cast<std::size_t>(rank)];
+  const RankSync& rs = ranks_[slot(static_cast<std::size_t>(rank))];
   return rs.compute_busy_s + (rs.computing > 0 ? sg4::Engine::get_clock() - rs.computing_since : 0);
 }
 
 void Runner::nccl_enters(int rank) {
-  RankSync& rs = ranks_[static_cast<std::size_t>(rank)];
+  RankSync& rs = ranks_[slot(static_cast<std::size_t>(rank))];
   if (rs.nccl_in_flight++ == 0) rs.nccl_changed->notify_all();
 }
 
 void Runner::nccl_leaves(int rank) {
-  RankSync& rs = ranks_[static_cast<std::size_t>(rank)];
+  RankSync& rs = ranks_[slot(static_cast<std::size_t>(rank))];
   if (--rs.nccl_in_flight == 0) rs.nccl_changed->notify_all();
 }
 
 // The op's work in seconds alone, done at the rate of the moment: a wait for the rest at that
 // rate, cut short when a collective enters or leaves flight, then again at the new rate.
 double Runner::run_contended(int rank, double seconds) {
-  RankSync& rs = ranks_[static_cast<std::size_t>(rank)];
+  RankSync& rs = ranks_[slot(static_cast<std::size_t>(rank))];
   const double slowdown = *prog_.compute_slowdown_beside_nccl;
   const double began = sg4::Engine::get_clock();
   std::unique_lock<sg4::Mutex> lock(*rs.nccl_mutex);
@@ -282,9 +294,10 @@ double Runner::run_contended(int rank, double seconds) {
 }
 
 void Runner::check_finished() const {
-  for (std::size_t r = 0; r < ranks_.size(); ++r) {
-    for (std::size_t i = 0; i < ranks_[r].done.size(); ++i) {
-      if (ranks_[r].done[i]) continue;
+  for (std::size_t r : simulated_ranks()) {
+    const RankSync& rs = ranks_[slot(r)];
+    for (std::size_t i = 0; i < rs.done.size(); ++i) {
+      if (rs.done[i]) continue;
       const SimOp& op = prog_.ops(r)[i];
       throw Error("sim: deadlock: rank " + std::to_string(r) + " op " + std::to_string(i) + " '" + op.category + " " +
                   op.label + "' never ran");
@@ -297,39 +310,43 @@ void Runner::check_finished() const {
 SimOutcome Runner::outcome() const {
   SimOutcome o;
   // A program built by hand (tests) holds one step and may leave last_step_begin empty: 0.
-  // In lockstep ranks_ holds replica 0's GPUs, whose dates every replica repeats: the maxima are
-  // theirs, and the GPU that ends last the first of them to do so, as over every GPU.
+  // In lockstep ranks_ holds the template replicas' GPUs, whose dates the other replicas repeat:
+  // the maxima are theirs, and the GPU that ends last the first of them to do so, as over every
+  // GPU (a replica's template comes before it).
+  const std::vector<std::size_t> gpus = simulated_ranks();
   double origin = 0;
-  for (std::size_t r = 0; r < ranks_.size(); ++r) {
-    for (std::size_t i = 0; i < prog_.step_begin(r); ++i) origin = std::max(origin, ranks_[r].end[i]);
+  for (std::size_t r : gpus) {
+    for (std::size_t i = 0; i < prog_.step_begin(r); ++i) origin = std::max(origin, ranks_[slot(r)].end[i]);
   }
   double latest = -1;
-  for (std::size_t r = 0; r < ranks_.size(); ++r) {
+  std::vector<double> optimizer_s(ranks_.size(), 0);  // per slot
+  for (std::size_t r : gpus) {
+    const RankSync& rs = ranks_[slot(r)];
     double end = 0, busy = 0, opt = 0;
     std::map<std::string, double> by_source;
-    for (std::size_t i = prog_.step_begin(r); i < ranks_[r].end.size(); ++i) {
+    for (std::size_t i = prog_.step_begin(r); i < rs.end.size(); ++i) {
       const SimOp& op = prog_.ops(r)[i];
-      end = std::max(end, ranks_[r].end[i] - origin);
-      if (op.phase != Phase::optimizer) o.grads_ready_s = std::max(o.grads_ready_s, ranks_[r].end[i] - origin);
+      end = std::max(end, rs.end[i] - origin);
+      if (op.phase != Phase::optimizer) o.grads_ready_s = std::max(o.grads_ready_s, rs.end[i] - origin);
       // Waiting for the host: the calibration's executor_issue_us priced it.
-      if (ranks_[r].host_wait[i] > 0) by_source["measured"] += ranks_[r].host_wait[i];
+      if (rs.host_wait[i] > 0) by_source["measured"] += rs.host_wait[i];
       if (op.collective >= 0) {
         const CollectiveSync& cs = colls_[static_cast<std::size_t>(executed_as_[static_cast<std::size_t>(prog_.collective(r, op.collective))])];
         by_source[op.source] += cs.end - cs.start;
         continue;
       }
       // Compute beside NCCL: the extra seconds are the calibration's measured slowdown.
-      const double slowed = ranks_[r].slowed.empty() ? 0.0 : ranks_[r].slowed[i];
+      const double slowed = rs.slowed.empty() ? 0.0 : rs.slowed[i];
       by_source[op.source] += op.seconds;
       if (slowed > 0) by_source["measured"] += slowed;
       busy += op.seconds + slowed;
       if (op.phase == Phase::optimizer) opt += op.seconds + slowed;
     }
-    o.optimizer_compute_s.push_back(opt);
+    optimizer_s[slot(r)] = opt;
     if (end > latest) latest = end, o.critical_compute_busy_s = busy, o.critical_seconds_by_source = std::move(by_source);
     o.step_s = std::max(o.step_s, end);
   }
-  for (std::size_t r = ranks_.size(); r < prog_.world(); ++r) o.optimizer_compute_s.push_back(o.optimizer_compute_s[r % ranks_.size()]);
+  for (std::size_t r = 0; r < prog_.world(); ++r) o.optimizer_compute_s.push_back(optimizer_s[slot(r)]);
   for (std::size_t c = prog_.last_step_collectives; c < colls_.size(); ++c) {
     const SimCollective& sc = prog_.collectives[c];
     const CollectiveSync& cs = colls_[static_cast<std::size_t>(executed_as_[c])];

@@ -60,21 +60,21 @@ struct CollectiveSync {
 
 class Runner {
  public:
-  // `lockstep`: the folded program's replicas run in lockstep (replica_lockstep.hpp): only
-  // replica 0's GPUs run actors and hold state, every other GPU reads its replica-0 peer's.
+  // `lockstep`: the folded program's replicas run in lockstep (replica_lockstep.hpp): only the
+  // template replicas' GPUs run actors and hold state, every other GPU reads its template peer's.
   Runner(const StepProgram& prog, const Topology& topo, const NcclSpec& nccl, const SimOptions& options, bool lockstep)
       : prog_(prog), topo_(topo), nccl_(nccl), mode_(options.mode), reference_(options.reference_runner),
         lockstep_(lockstep) {}
 
-  // The GPUs that run actors: replica 0's in lockstep, else every one.
+  // The GPUs that run actors: the template replicas' in lockstep, else every one.
   std::size_t simulated_gpus() const { return lockstep_ ? prog_.ranks.size() : prog_.world(); }
   // The actors start() creates: one per stream with ops of each simulated GPU.
   std::size_t stream_actors() const;
   void start(const std::vector<sg4::Host*>& hosts);
   SimOutcome outcome() const;
   void check_finished() const;
-  // GPU `rank`'s op dates (its replica-0 peer's in lockstep).
-  const RankSync& rank_state(std::size_t rank) const { return ranks_[rank % ranks_.size()]; }
+  // GPU `rank`'s op dates (its template peer's in lockstep).
+  const RankSync& rank_state(std::size_t rank) const { return ranks_[slot(rank)]; }
 
  private:
   // An op's dependencies as "stream s has completed n ops": a stream runs its ops in order, so
@@ -83,6 +83,10 @@ class Runner {
   struct Need {
     int stream, count;
   };
+  // Where GPU `rank`'s state lives in ranks_: in lockstep its list's (its template peer's).
+  std::size_t slot(std::size_t rank) const { return lockstep_ ? prog_.list(rank) : rank; }
+  // The world rank of each slot: the GPUs that run actors, in rank order.
+  std::vector<std::size_t> simulated_ranks() const;
   void reduce_dependencies();
   void stream_actor(int rank, int stream, const std::vector<int>& ops);
   void wait_needs(int rank, int stream, int op);
@@ -132,8 +136,8 @@ class Runner {
   SimMode mode_;
   bool reference_;  // SimOptions::reference_runner
   bool lockstep_;
-  // Per collective: arrivals that start it (its members; in lockstep, those in replica 0), and
-  // the collective whose execution it is (in lockstep a copy is its replica-0 original's).
+  // Per collective: arrivals that start it (its members; in lockstep, those in template
+  // replicas), and the collective whose execution it is (in lockstep a copy is its original's).
   std::vector<int> arrivals_;
   std::vector<int> executed_as_;
   std::vector<sg4::Host*> hosts_;

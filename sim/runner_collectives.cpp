@@ -75,11 +75,11 @@ void Runner::execute(int c, CollectiveSync& cs) {
   cs.algorithm = s.algorithm;
   cs.start = sg4::Engine::get_clock();
   // NCCL beside compute: each member's compute-busy seconds so far, to know how much of the
-  // transfer ran beside compute (in lockstep a member's state is its replica-0 peer's: m % S).
+  // transfer ran beside compute (in lockstep a member's state is its template peer's: slot).
   const double stretch = sc.call.members.size() > 1 ? collective_slowdown() : 0;
   std::vector<double> busy_before;
   if (stretch > 0) {
-    for (int m : sc.call.members) busy_before.push_back(compute_busy_until_now(m % static_cast<int>(ranks_.size())));
+    for (int m : sc.call.members) busy_before.push_back(compute_busy_until_now(m));
   }
   if (sc.call.members.size() == 1) {
     cs.algorithm = "local";
@@ -107,7 +107,7 @@ void Runner::execute(int c, CollectiveSync& cs) {
   if (stretch > 0) {
     double overlap = 0;
     for (std::size_t i = 0; i < busy_before.size(); ++i) {
-      overlap = std::max(overlap, compute_busy_until_now(sc.call.members[i] % static_cast<int>(ranks_.size())) - busy_before[i]);
+      overlap = std::max(overlap, compute_busy_until_now(sc.call.members[i]) - busy_before[i]);
     }
     if (overlap > 0) timed_sleep_for(stretch * overlap);
   }

@@ -1,6 +1,7 @@
 #include "sim/step_program.hpp"
 
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -101,20 +102,20 @@ StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const R
     prog.compute_source = "none (the Plan as the executor benchmark runs it)";
     prog.compute_seconds_by_source.clear();
   }
-  // Ranks (rep, s) of a replica-symmetric Plan run rank (0, s)'s ops: priced once.
+  // Ranks of a replica-symmetric Plan run their template rank's ops: priced once.
   const bool fold = options.fold_replicas && plan.replica_symmetric && plan.mesh.replicate > 1;
-  const std::size_t S = static_cast<std::size_t>(plan.mesh.shard);
   const std::size_t world = static_cast<std::size_t>(plan.mesh.world());
+  const auto template_rank = [&](std::size_t rank) { return static_cast<std::size_t>(plan.template_rank(static_cast<int>(rank))); };
   std::vector<std::vector<NsTime>> seconds(plan.ranks.size());
   std::vector<bool> priced(plan.ranks.size(), false);
   const auto price = [&](std::size_t rank) -> const std::vector<NsTime>& {
-    const std::size_t r = rank < plan.ranks.size() ? rank : rank % S;  // a folded Plan's other replicas: the same ops
+    const std::size_t r = plan.folded ? template_rank(rank) : rank;  // a folded Plan's other replicas: the same ops
     if (!priced[r]) seconds[r] = rank_compute_times(plan.ranks[r], routing, optimizer, cost), priced[r] = true;
     return seconds[r];
   };
   std::map<std::string_view, double> optimizer_by_source;
   for (std::size_t r = 0; r < world; ++r) {
-    const std::size_t same = fold || plan.folded ? r % S : r;  // summed in rank order either way: the same sums
+    const std::size_t same = fold || plan.folded ? template_rank(r) : r;  // summed in rank order either way: the same sums
     const auto& mine = price(same);
     for (std::size_t i = 0; i < plan.ranks[same].size(); ++i) {
       if (!is_collective(plan.ranks[same][i].kind)) optimizer_by_source[mine[i].source] += mine[i].seconds;
@@ -148,33 +149,66 @@ StepProgram build_step_program(const Plan& plan, const ModelSpec& model, const R
     RankBuilder builder(prog, from, routing, units, training, options.plan_as_is, merge, issue_s.has_value());
     builder.ns = &optimizer.muon.ns;
     builder.cost = &cost;
-    std::vector<std::pair<int, int>> neighbours;
-    if (folder) builder.neighbours = &neighbours;
-    const std::size_t built = folder ? static_cast<std::size_t>(folder->built_ranks()) : from.ranks.size();
-    for (std::size_t r = 0; r < built; ++r) builder.build(static_cast<int>(r), price(r));
-    if (folder) {
-      if (!folder->add_copies(prog, 0)) return false;
-      folder->add_edges(builder.edges);
-    }
-    builder.positions = global_positions(static_cast<int>(prog.collectives.size()), builder.edges);
-    builder.collecting = false;
-    const std::size_t before = prog.collectives.size();
-    for (std::size_t r = 0; r < built; ++r) {
-      std::vector<SimOp> ops = builder.build(static_cast<int>(r), price(r));
-      if (issue_s) assign_issue_times(ops, *issue_s, options.plan_as_is);
-      prog.ranks.push_back(merge_compute_runs(std::move(ops), issue_s.has_value()));
-    }
-    prog.built_ranks = built;
-    if (folder) {
-      if (!folder->add_copies(prog, before) || !folder->order_kept(neighbours, builder.positions)) return false;
-      if (options.keep_folded) {
-        prog.replicas = from.mesh.replicate;
-        prog.replica_copies = folder->take_copies(prog.collectives.size());
+    // One pass over the ranks in order: every rank, or the templates' with the other replicas'
+    // copies between them.
+    const auto each_rank = [&](const std::function<void(int)>& build_rank) {
+      if (!folder) {
+        for (std::size_t r = 0; r < from.ranks.size(); ++r) build_rank(static_cast<int>(r));
         return true;
       }
-      for (int rep = 1; rep < from.mesh.replicate; ++rep) {
-        for (std::size_t s = 0; s < built; ++s) prog.ranks.push_back(folder->moved(prog.ranks[s], rep));
+      const int S = folder->shard();
+      return folder->each_replica(prog, [&](int t) {
+        for (int s = 0; s < S; ++s) build_rank(t * S + s);
+      });
+    };
+    if (!each_rank([&](int r) { builder.build(r, price(static_cast<std::size_t>(r))); })) return false;
+    if (folder) folder->add_edges(builder.edges);
+    builder.positions = global_positions(static_cast<int>(prog.collectives.size()), builder.edges);
+    builder.collecting = false;
+    std::vector<int> built_rank;  // the rank of each list in prog.ranks
+    const auto keep = [&](std::vector<SimOp> ops, int r) {
+      if (issue_s) assign_issue_times(ops, *issue_s, options.plan_as_is);
+      prog.ranks.push_back(merge_compute_runs(std::move(ops), issue_s.has_value()));
+      built_rank.push_back(r);
+    };
+    if (!folder) {
+      for (std::size_t r = 0; r < from.ranks.size(); ++r) keep(builder.build(static_cast<int>(r), price(r)), static_cast<int>(r));
+    } else {
+      const int S = folder->shard();
+      builder.keep_classified = true;  // a promoted replica reads its template's
+      folder->set_positions(&builder.positions);
+      const bool second = folder->each_replica(
+          prog,
+          [&](int t) {
+            builder.neighbours = &folder->neighbours(t);
+            for (int s = 0; s < S; ++s) keep(builder.build(t * S + s, price(static_cast<std::size_t>(t * S + s))), t * S + s);
+          },
+          [&](int rep) {
+            builder.neighbours = nullptr;  // a template's pairs only
+            for (int s = 0; s < S; ++s) {
+              const int r = rep * S + s, t = static_cast<int>(template_rank(static_cast<std::size_t>(r)));
+              keep(builder.build_moved(r, t, *folder, price(static_cast<std::size_t>(t))), r);
+            }
+          });
+      if (!second) return false;
+    }
+    prog.built_ranks = built_rank.size();
+    if (folder) {
+      if (options.keep_folded) {
+        folder->fold(prog, prog.collectives.size());
+        return true;
       }
+      // Every rank's list, in rank order: a template's as built, the others' moved from it.
+      std::vector<std::vector<SimOp>> lists(world);
+      std::vector<char> built(world, 0);
+      for (std::size_t k = 0; k < built_rank.size(); ++k) {
+        const auto r = static_cast<std::size_t>(built_rank[k]);
+        lists[r] = std::move(prog.ranks[k]), built[r] = 1;
+      }
+      for (std::size_t r = 0; r < world; ++r) {
+        if (!built[r]) lists[r] = folder->moved(lists[template_rank(r)], plan.mesh.replica_of(static_cast<int>(r)));
+      }
+      prog.ranks = std::move(lists);
     }
     return true;
   };

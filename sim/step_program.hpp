@@ -110,28 +110,38 @@ struct SimCollective {
 struct StepProgram {
   std::vector<std::vector<SimOp>> ranks;
   std::vector<SimCollective> collectives;
-  // Folded (ProgramOptions::keep_folded, a replica-symmetric Plan): `ranks` holds replica 0's S
-  // lists and rank r of the world() runs list r % S, its collectives moved to replica r / S by
-  // collective(r, c); replica_copies[c][rep - 1] is collective c's copy in replica rep (empty:
-  // c is shared by every replica), for the first step's collectives (step k's are those + k x
-  // collectives_per_step). Unfolded: replicas == 1 and rank r runs ranks[r] as is.
+  // Folded (ProgramOptions::keep_folded, a replica-symmetric Plan): `ranks` holds the template
+  // replicas' lists (sim/replica_fold.hpp; replica 0's alone for the data-parallel strategies),
+  // `shard` each, in replica order; rank r of the world() runs list replica_list[r / shard] +
+  // r % shard, its collectives moved to replica r / shard by collective(r, c): for a replica that
+  // is no template (copy_position >= 0), replica_copies[c][copy_position] is collective c's copy
+  // in it (empty: c is shared by every replica), for the first step's collectives (step k's are
+  // those + k x collectives_per_step). Unfolded: replicas == 1 and rank r runs ranks[r] as is.
   int replicas = 1;
+  std::size_t shard = 0;
+  std::vector<int> replica_list;   // per replica: the index in `ranks` of its template's first list
+  std::vector<int> copy_position;  // per replica: its place among its template's copies; -1: a template
   std::vector<std::vector<int>> replica_copies;
   std::size_t collectives_per_step = 0;
-  std::size_t world() const { return ranks.size() * static_cast<std::size_t>(replicas); }
-  const std::vector<SimOp>& ops(std::size_t rank) const { return ranks[replicas == 1 ? rank : rank % ranks.size()]; }
+  std::size_t world() const { return replicas == 1 ? ranks.size() : shard * static_cast<std::size_t>(replicas); }
+  // The list rank `rank` runs.
+  std::size_t list(std::size_t rank) const {
+    return replicas == 1 ? rank : static_cast<std::size_t>(replica_list[rank / shard]) + rank % shard;
+  }
+  // Whether the rank runs its list as built (unfolded, or in a template replica).
+  bool runs_as_built(std::size_t rank) const { return replicas == 1 || copy_position[rank / shard] < 0; }
+  const std::vector<SimOp>& ops(std::size_t rank) const { return ranks[list(rank)]; }
   int collective(std::size_t rank, int c) const {
-    if (replicas == 1 || c < 0 || rank < ranks.size()) return c;
-    const std::size_t rep = rank / ranks.size();
+    if (c < 0 || runs_as_built(rank)) return c;
     const std::size_t k = static_cast<std::size_t>(c) / collectives_per_step, first = static_cast<std::size_t>(c) % collectives_per_step;
     const auto& copies = replica_copies[first];
-    return copies.empty() ? c : copies[rep - 1] + static_cast<int>(k * collectives_per_step);
+    return copies.empty() ? c : copies[static_cast<std::size_t>(copy_position[rank / shard])] + static_cast<int>(k * collectives_per_step);
   }
   // Per collective of every step: the replica-0 collective it is a copy of (itself when none).
   std::vector<int> originals() const;
   std::size_t step_begin(std::size_t rank) const {  // last_step_begin of the rank's list (0: none)
-    const std::size_t list = replicas == 1 ? rank : rank % ranks.size();
-    return list < last_step_begin.size() ? last_step_begin[list] : 0;
+    const std::size_t l = list(rank);
+    return l < last_step_begin.size() ? last_step_begin[l] : 0;
   }
   // Steps simulated back to back: ranks[r] holds `steps` copies of one step's list, the last
   // reported; last_step_begin[r] is the index of its first op in ranks[r], and collectives
@@ -144,7 +154,7 @@ struct StepProgram {
   std::vector<std::pair<std::string, double>> compute_seconds_by_source;  // "measured", ... -> seconds
   std::string optimizer_source;  // "roofline" without a calibration, else each source's share
   std::string launches_note;     // set when a layer's launches could not be merged
-  // Ranks whose lists were built from the Plan; the others are replica 0's moved
+  // Ranks whose lists were built from the Plan; the others are their templates' moved
   // (ProgramOptions::fold_replicas).
   std::size_t built_ranks = 0;
   // Host seconds per executor launch (the calibration's executor_issue_us); unset: no host

@@ -71,7 +71,8 @@ TEST_CASE("a Plan kept folded holds replica 0's lists, validates, and unfolds to
     const Plan folded = plan_step(s.model, routing, s.optimizer, strategy, mesh, CostModel(device_profile("h100-sxm", "gpu")), o).plan;
     CHECK(folded.folded);
     CHECK(folded.replica_symmetric);
-    REQUIRE(folded.ranks.size() == 3);
+    REQUIRE(folded.ranks.size() == 9);  // replica 0's lists, the others empty
+    for (std::size_t r = 0; r < 9; ++r) CHECK(folded.ranks[r].empty() == (r >= 3));
     CHECK_NOTHROW(folded.validate(s.model, routing));
     const Plan every = unfolded(folded);
     const Plan per_rank = planned(s, strategy, mesh, false);
@@ -82,8 +83,11 @@ TEST_CASE("a Plan kept folded holds replica 0's lists, validates, and unfolds to
       for (std::size_t i = 0; i < every.ranks[r].size(); ++i) CHECK(same_op(every.ranks[r][i], per_rank.ranks[r][i]));
     }
     Plan broken = folded;
-    broken.ranks.pop_back();  // a folded Plan short of a position
+    broken.ranks.pop_back();  // a folded Plan short of a rank
     CHECK_THROWS_AS(broken.validate(s.model, routing), Error);
+    Plan filled = folded;
+    filled.ranks[4] = filled.ranks[1];  // a folded Plan holding a list outside its templates
+    CHECK_THROWS_AS(filled.validate(s.model, routing), Error);
   }
 }
 

@@ -281,9 +281,13 @@ TEST_CASE("ReplicaFold copies replica 0's collectives replica by replica and che
   local.group = "shard[0]";
   shared.call.members = {0, 1, 2, 3, 4, 5};
   shared.group = "world";
-  prog.collectives = {local, shared, local};  // 0 and 2 local, 1 shared
   sim::ReplicaFold fold(plan);
-  REQUIRE(fold.add_copies(prog, 0));
+  REQUIRE(fold.templates() == std::vector<int>{0});
+  // Replica 0 creates 0 and 2 local, 1 shared.
+  REQUIRE(fold.each_replica(prog, [&](int t) {
+    CHECK(t == 0);
+    prog.collectives = {local, shared, local};
+  }));
   REQUIRE(prog.collectives.size() == 7);  // replica 1: copies of 0 and 2 (3, 4); replica 2: 5, 6
   CHECK(fold.collective(0, 1) == 3);
   CHECK(fold.collective(2, 1) == 4);
@@ -298,16 +302,17 @@ TEST_CASE("ReplicaFold copies replica 0's collectives replica by replica and che
   CHECK(edges == std::set<std::pair<int, int>>{{0, 1}, {1, 2}, {3, 1}, {1, 4}, {5, 1}, {1, 6}});
   // Neighbours (0, 2) in order; their replica-2 copies (5, 6) out of order under these positions.
   std::vector<int> positions{0, 1, 2, 3, 4, 5, 6};
-  CHECK(fold.order_kept({{0, 2}}, positions));
+  CHECK(fold.order_kept({{0, 2}}, positions, 1));
+  CHECK(fold.order_kept({{0, 2}}, positions, 2));
   std::swap(positions[5], positions[6]);
-  CHECK_FALSE(fold.order_kept({{0, 2}}, positions));
+  CHECK(fold.order_kept({{0, 2}}, positions, 1));
+  CHECK_FALSE(fold.order_kept({{0, 2}}, positions, 2));
   sim::SimOp op;
   op.collective = 2;
   CHECK(fold.moved({op}, 2).at(0).collective == 6);
   // Two groups of one name: a copy's group cannot be told, so nothing is folded.
   plan.groups.push_back({"shard[0]", {0, 2}});
   sim::ReplicaFold ambiguous(plan);
-  const std::size_t before = prog.collectives.size();
-  CHECK_FALSE(ambiguous.add_copies(prog, 0));
-  CHECK(prog.collectives.size() == before);  // nothing added
+  sim::StepProgram again;
+  CHECK_FALSE(ambiguous.each_replica(again, [&](int) { again.collectives = {local, shared, local}; }));
 }

@@ -127,6 +127,9 @@ TEST_CASE("the lockstep rules: unfolded programs, shared collectives on copied N
   prog.collectives_per_step = 4;
   CHECK(sim::replica_lockstep_obstacle(prog, topo) == "the program is not folded");
   prog.replicas = 2;
+  prog.shard = 2;
+  prog.replica_list = {0, 0};    // both replicas run replica 0's lists
+  prog.copy_position = {-1, 0};  // replica 1 is replica 0's first copy
   // shard[0] copied to shard[1] (collective 1); replicate[0] shared, one member per node: in lockstep.
   prog.collectives = {collective({0, 1}, "shard[0]"), collective({2, 3}, "shard[1]"), collective({0, 2}, "replicate[0]"),
                       collective({1, 3}, "replicate[1]")};
@@ -139,9 +142,13 @@ TEST_CASE("the lockstep rules: unfolded programs, shared collectives on copied N
   prog.collectives[0] = collective({0}, "self[0]");
   prog.collectives[1] = collective({2}, "self[1]");
   CHECK(sim::replica_lockstep_obstacle(prog, topo).empty());
-  // A shared collective with members in replica 1 only.
-  prog.collectives[3] = collective({2, 3}, "odd");
+  // A shared collective with two members in replica 0 and one in replica 1.
+  prog.collectives[3] = collective({0, 1, 3}, "odd");
   CHECK(sim::replica_lockstep_obstacle(prog, topo).find("as many members in every replica") != std::string::npos);
+  // One with members in replica 1 only, which is no template: nothing would run it.
+  prog.collectives[3] = collective({2, 3}, "lost");
+  CHECK(sim::replica_lockstep_obstacle(prog, topo).find("of group 'lost' lies inside a replica that is no template") !=
+        std::string::npos);
 
   // Two replicas of two GPUs on one node of four: a shared collective of ranks 0 and 2 uses the
   // NVLink ports of rank 0, which replica 0's copied collective uses.

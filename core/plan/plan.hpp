@@ -127,14 +127,25 @@ struct Plan {
   // Owner (global rank) of each Muon matrix's Newton-Schulz; -1 where every holder runs it.
   std::vector<int> matrix_owner;
   int bytes_per_element = 2;  // communication dtype (bf16 params and grads)
-  // Every rank (rep, s) runs rank (0, s)'s list moved to replica rep (core/plan/replica_symmetry.hpp):
-  // consumers may build replica 0's part once. Set by build_plan for the data-parallel strategies
-  // on several replicas; validate checks it.
+  // Every rank (rep, s) runs rank (t, s)'s list moved to replica rep, t = template_of(rep)
+  // (core/plan/replica_symmetry.hpp): consumers may build each template replica's part once. Set
+  // by build_plan for the data-parallel strategies on several replicas (every template 0) and,
+  // for the simulator only, for the owner strategies (replica_template); validate checks it.
   bool replica_symmetric = false;
-  // Of a replica-symmetric Plan, only replica 0's lists are held (ranks.size() == mesh.shard):
-  // rank r runs ranks[r % shard] moved to replica r / shard (ReplicaMove). Only the simulator asks
-  // for it (PlanOptions::keep_folded); every other consumer gets every rank's list.
+  // Per replica of a replica-symmetric Plan: the replica whose lists it runs moved, a template
+  // (replica_template[t] == t, the first replica of those that run its lists). Empty: replica 0
+  // for all (the data-parallel strategies). The owner strategies: every replica that holds an
+  // owner's work is its own template, the others run the first of them.
+  std::vector<int> replica_template;
+  // Of a replica-symmetric Plan, only the template replicas' lists are held (the others empty):
+  // rank r runs ranks[template_rank(r)] moved to replica r / shard (ReplicaMove). Only the
+  // simulator asks for it (PlanOptions::keep_folded); every other consumer gets every rank's list.
   bool folded = false;
+  int template_of(int replica) const {
+    return !replica_symmetric ? replica : replica_template.empty() ? 0 : replica_template[static_cast<std::size_t>(replica)];
+  }
+  // The rank whose list `rank` runs moved (itself when its replica is a template).
+  int template_rank(int rank) const { return template_of(mesh.replica_of(rank)) * mesh.shard + mesh.shard_index_of(rank); }
 
   // Throws dmuon::Error naming rank, op and collective on the first problem: a dependency that
   // is not an earlier op, a Muon matrix without exactly one Newton-Schulz (owner strategies) or

@@ -235,6 +235,29 @@ void check_owners(Strategy s, const Routing& routing, const Mesh& mesh, const st
   }
 }
 
+// Per replica of an owner strategy's mesh, its template (Plan::replica_template): a replica
+// holding an owner (its node also holds the owner's sharded Newton-Schulz calls and all-to-alls)
+// is its own; the others run the first of them. Empty unless that at least halves the replicas
+// to build: validating a folded Plan copies its templates' lists (template_replicas), which at
+// 1,024 GPUs, owners on 126 of 128 nodes, cost more than the two replicas saved.
+std::vector<int> owner_templates(const Mesh& mesh, const std::vector<int>& owner) {
+  std::vector<char> holds(static_cast<std::size_t>(mesh.replicate), 0);
+  for (int o : owner) holds[static_cast<std::size_t>(mesh.replica_of(o))] = 1;
+  std::vector<int> templates(holds.size());
+  int first_free = -1, shared = 0;
+  for (int rep = 0; rep < mesh.replicate; ++rep) {
+    if (holds[static_cast<std::size_t>(rep)]) {
+      templates[static_cast<std::size_t>(rep)] = rep;
+      continue;
+    }
+    if (first_free < 0) first_free = rep;
+    shared += first_free != rep;
+    templates[static_cast<std::size_t>(rep)] = first_free;
+  }
+  if (2 * shared < mesh.replicate) templates.clear();
+  return templates;
+}
+
 }  // namespace
 
 Plan build_plan(Strategy strategy, const ModelSpec& model, const Routing& routing, const Mesh& mesh,
@@ -244,7 +267,13 @@ Plan build_plan(Strategy strategy, const ModelSpec& model, const Routing& routin
   // ops moved (core/plan/replica_symmetry.hpp; Plan::validate checks it), zero1-a2a's owners
   // being shard positions of every replica. The owner strategies spread owners over all ranks.
   const bool symmetric = mesh.replicate > 1 && traits(strategy).ns_ranks != NsRanks::owner;
-  PlanWriter w(strategy, model, routing, mesh, symmetric && options.fold_replicas, options.keep_folded);
+  // The owner strategies, for a consumer that keeps the Plan folded (the simulator): the replicas
+  // holding no owner's work run identical lists, written once (owner_templates).
+  std::vector<int> templates;
+  if (!symmetric && options.fold_replicas && options.keep_folded && traits(strategy).ns_ranks == NsRanks::owner) {
+    templates = owner_templates(mesh, owner);
+  }
+  PlanWriter w(strategy, model, routing, mesh, symmetric && options.fold_replicas, options.keep_folded, templates);
   Plan plan;
   switch (strategy) {
     case Strategy::adamw: plan = build_adamw(w); break;
@@ -255,7 +284,7 @@ Plan build_plan(Strategy strategy, const ModelSpec& model, const Routing& routin
     case Strategy::owner_striped: plan = build_owner_pipeline(w, owner, options); break;
   }
   plan.bytes_per_element = options.bytes_per_element;
-  plan.replica_symmetric = symmetric;
+  plan.replica_symmetric = symmetric || !templates.empty();
   const NsRanks ns_ranks = traits(strategy).ns_ranks;
   if (ns_ranks == NsRanks::owner) {
     plan.matrix_owner = owner;

@@ -261,21 +261,53 @@ void check_newton_schulz(const Plan& plan, const Routing& routing) {
   }
 }
 
+
+// A template with several replicas runs each of its lists on every one of them: an owner's work
+// there (Newton-Schulz, momentum or update of a Muon matrix, which has one owner) would run once
+// per replica, which the template replicas' Plan alone cannot see.
+void check_shared_templates_hold_no_owner(const Plan& plan) {
+  if (!traits(plan.strategy).has_owners() || plan.replica_template.empty()) return;
+  const ReplicaMove move(plan);
+  for (int r = 0; r < static_cast<int>(plan.ranks.size()); ++r) {
+    const int rep = plan.mesh.replica_of(r);
+    if (move.template_of(rep) != rep || move.copies_of(rep) < 2) continue;
+    const auto& ops = plan.ranks[static_cast<std::size_t>(r)];
+    for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+      const OpKind k = ops[static_cast<std::size_t>(i)].kind;
+      if (k == OpKind::newton_schulz || k == OpKind::momentum || k == OpKind::muon_update) {
+        fail(describe(plan, r, i) + ": an owner's work in template replica " + std::to_string(rep) + ", whose lists " +
+             std::to_string(move.copies_of(rep)) + " replicas run");
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void Plan::validate(const ModelSpec& model, const Routing& routing) const {
-  if (static_cast<int>(ranks.size()) != (folded ? mesh.shard : mesh.world())) {
-    fail(std::to_string(ranks.size()) + " rank lists for a" + (folded ? " folded Plan of " + std::to_string(mesh.shard) + " positions" : " mesh of " + std::to_string(mesh.world()) + " ranks"));
+  if (static_cast<int>(ranks.size()) != mesh.world()) {
+    fail(std::to_string(ranks.size()) + " rank lists for a mesh of " + std::to_string(mesh.world()) + " ranks");
   }
   if (folded && !replica_symmetric) fail("folded but not replica-symmetric");
+  if (!replica_template.empty() && static_cast<int>(replica_template.size()) != mesh.replicate) {
+    fail(std::to_string(replica_template.size()) + " replica templates for " + std::to_string(mesh.replicate) + " replicas");
+  }
+  if (folded) {
+    for (int r = 0; r < mesh.world(); ++r) {
+      if (template_rank(r) != r && !ranks[static_cast<std::size_t>(r)].empty()) {
+        fail("folded, but rank " + std::to_string(r) + " outside the template replicas holds ops");
+      }
+    }
+  }
   if (traits(strategy).has_owners()) {
     if (matrix_owner.size() != routing.muon_matrices.size()) fail("matrix_owner does not cover every Muon matrix");
   }
   if (replica_symmetric && mesh.replicate > 1) {
-    // Replica 0 stands for the others once they are its lists moved (replica_zero says why);
-    // a folded Plan holds nothing else.
+    // The template replicas stand for the others once they are their lists moved
+    // (template_replicas says why); a folded Plan holds nothing else.
     if (!folded) check_replica_symmetric(*this);
-    replica_zero(*this).validate(model, routing);
+    check_shared_templates_hold_no_owner(*this);
+    template_replicas(*this).validate(model, routing);
     return;
   }
   check_dependencies_and_groups(*this);

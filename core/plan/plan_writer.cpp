@@ -7,11 +7,13 @@
 namespace dmuon {
 
 PlanWriter::PlanWriter(Strategy strategy, const ModelSpec& model, const Routing& routing, const Mesh& mesh,
-                       bool replica_zero_only, bool keep_folded)
-    : model_(model),
-      routing_(routing),
-      replica_zero_only_(replica_zero_only && mesh.replicate > 1),
-      keep_folded_(keep_folded) {
+                       bool replica_zero_only, bool keep_folded, std::vector<int> replica_template)
+    : model_(model), routing_(routing), templates_(std::move(replica_template)), keep_folded_(keep_folded) {
+  if (replica_zero_only) templates_.assign(static_cast<std::size_t>(mesh.replicate), 0);
+  if (mesh.replicate < 2) templates_.clear();
+  if (!templates_.empty() && static_cast<int>(templates_.size()) != mesh.replicate) {
+    throw Error("plan: " + std::to_string(templates_.size()) + " replica templates for " + std::to_string(mesh.replicate) + " replicas");
+  }
   plan_.strategy = strategy;
   plan_.mesh = mesh;
   plan_.ranks.resize(static_cast<std::size_t>(mesh.world()));
@@ -25,7 +27,12 @@ PlanWriter::PlanWriter(Strategy strategy, const ModelSpec& model, const Routing&
   for (int s = 0; s < mesh.shard; ++s) {
     plan_.groups.push_back({"replicate[" + std::to_string(s) + "]", mesh.replicate_group(s)});
   }
-  if (replica_zero_only_) move_.emplace(plan_);
+  if (!templates_.empty()) {
+    plan_.replica_symmetric = true;  // for ReplicaMove, which reads the templates from the Plan
+    if (std::any_of(templates_.begin(), templates_.end(), [](int t) { return t != 0; })) plan_.replica_template = templates_;
+    move_.emplace(plan_);
+    last_local_.assign(templates_.size(), {-1, -1});
+  }
 }
 
 namespace {
@@ -131,8 +138,14 @@ int PlanWriter::group_of(const std::vector<int>& ranks, const std::string& name)
   for (std::size_t g = 0; g < plan_.groups.size(); ++g) {
     if (plan_.groups[g].ranks == ranks) return static_cast<int>(g);
   }
-  // move_ knows the groups made above; a replica-symmetric builder needs no other.
-  if (replica_zero_only_) throw Error("plan: group '" + name + "' added while building from replica 0");
+  // move_ knows the groups made above; a folded builder may add only groups inside a template
+  // replica that no other replica copies (owner-striped's sharded Newton-Schulz on an owner's node).
+  if (!templates_.empty()) {
+    const int rep = ranks.empty() ? -1 : plan_.mesh.replica_of(ranks.front());
+    const bool alone = rep >= 0 && move_->template_of(rep) == rep && move_->copies_of(rep) == 1 &&
+                       std::all_of(ranks.begin(), ranks.end(), [&](int r) { return plan_.mesh.replica_of(r) == rep; });
+    if (!alone) throw Error("plan: group '" + name + "' added while building from template replicas");
+  }
   plan_.groups.push_back({name, ranks});
   return static_cast<int>(plan_.groups.size() - 1);
 }
@@ -140,7 +153,9 @@ int PlanWriter::group_of(const std::vector<int>& ranks, const std::string& name)
 void PlanWriter::joint_compute(int group, std::vector<Op> ops) {
   const auto& members = plan_.groups[static_cast<std::size_t>(group)].ranks;
   if (ops.size() != members.size()) throw Error("plan: " + std::to_string(ops.size()) + " joint ops for a group of " + std::to_string(members.size()));
-  if (replica_zero_only_) throw Error("plan: a joint call (sharded Newton-Schulz) cannot be built from replica 0");
+  if (!templates_.empty() && !std::all_of(members.begin(), members.end(), [&](int r) { return writes(r); })) {
+    throw Error("plan: a joint call (sharded Newton-Schulz) cannot be built from template replicas outside them");
+  }
   const std::int64_t id = next_collective_++;
   for (std::size_t i = 0; i < members.size(); ++i) {
     ops[i].group = group;
@@ -151,11 +166,13 @@ void PlanWriter::joint_compute(int group, std::vector<Op> ops) {
 
 void PlanWriter::check_copy(int group, std::int64_t id) const {
   const int rep = plan_.mesh.replica_of(plan_.groups[static_cast<std::size_t>(group)].ranks.front());
-  const bool copy = last_local_group_ >= 0 && id == last_local_id_ + rep && move_->group(last_local_group_, rep) == group;
+  const int t = templates_[static_cast<std::size_t>(rep)];
+  const auto [last_group, last_id] = last_local_[static_cast<std::size_t>(t)];
+  const bool copy = last_group >= 0 && id == last_id + (rep - t) && move_->group(last_group, rep) == group;
   if (!copy) {
     throw Error("plan: collective " + std::to_string(id) + " of group '" + plan_.groups[static_cast<std::size_t>(group)].name +
-                "' is not the replica-" + std::to_string(rep) + " copy of the last replica-0 collective: " + std::string(to_string(plan_.strategy)) +
-                " cannot be built from replica 0");
+                "' is not the replica-" + std::to_string(rep) + " copy of the last collective of template replica " +
+                std::to_string(t) + ": " + std::string(to_string(plan_.strategy)) + " cannot be built from template replicas");
   }
 }
 
@@ -164,12 +181,13 @@ void PlanWriter::collective(int group, Op op) {
   op.stream = StreamKind::comm;
   op.collective = next_collective_++;
   const auto& members = plan_.groups[static_cast<std::size_t>(group)].ranks;
-  if (replica_zero_only_) {
+  if (!templates_.empty()) {
     if (std::none_of(members.begin(), members.end(), [&](int r) { return writes(r); })) {
-      check_copy(group, op.collective);  // finish() moves the replica-0 collective's ops here
+      check_copy(group, op.collective);  // finish() moves the template's collective's ops here
       return;
     }
-    if (move_->local(group)) last_local_group_ = group, last_local_id_ = op.collective;
+    const int home = move_->home(group);  // groups added later: inside a template alone (group_of)
+    if (home >= 0) last_local_[static_cast<std::size_t>(home)] = {group, op.collective};
   }
   for (int rank : members) {
     if (!writes(rank)) continue;
@@ -183,8 +201,7 @@ void PlanWriter::collective(int group, Op op) {
 }
 
 Plan PlanWriter::finish() {
-  if (replica_zero_only_) {
-    plan_.ranks.resize(static_cast<std::size_t>(plan_.mesh.shard));
+  if (!templates_.empty()) {
     plan_.replica_symmetric = plan_.folded = true;
     if (!keep_folded_) unfold(plan_);
   }

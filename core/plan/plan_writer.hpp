@@ -19,9 +19,12 @@ class PlanWriter {
   // ids are numbered as when every rank is written, and a collective of another replica's group
   // must be the copy of the last one written for replica 0 (the builders' order), else
   // dmuon::Error.
+  // `replica_template` (Plan::replica_template; the owner strategies) does the same with
+  // templates: only template replicas are written, and a collective of another replica's group
+  // must be the copy of the last one written for its template.
   // With `keep_folded` the Plan stays folded (Plan::folded) instead.
   PlanWriter(Strategy strategy, const ModelSpec& model, const Routing& routing, const Mesh& mesh,
-             bool replica_zero_only = false, bool keep_folded = false);
+             bool replica_zero_only = false, bool keep_folded = false, std::vector<int> replica_template = {});
 
   const ModelSpec& model() const { return model_; }
   const Routing& routing() const { return routing_; }
@@ -63,21 +66,23 @@ class PlanWriter {
   std::vector<int> dependencies(int rank, const Op& op);
   void record_writes(int rank, const Op& op, int index);
 
-  // Whether `rank` is written (replica-0 mode: only replica 0's ranks).
-  bool writes(int rank) const { return !replica_zero_only_ || rank < plan_.mesh.shard; }
-  // Replica-0 mode: checks that a collective of `group` (outside replica 0) numbered `id` is the
-  // copy of the last replica-0 collective written.
+  // Whether `rank` is written (folded: only the template replicas' ranks).
+  bool writes(int rank) const {
+    return templates_.empty() || templates_[static_cast<std::size_t>(plan_.mesh.replica_of(rank))] == plan_.mesh.replica_of(rank);
+  }
+  // Folded: checks that a collective of `group` (inside a replica that is no template) numbered
+  // `id` is the copy of the last collective written of a group inside its template.
   void check_copy(int group, std::int64_t id) const;
 
   const ModelSpec& model_;
   const Routing& routing_;
   Plan plan_;
-  bool replica_zero_only_ = false;
+  std::vector<int> templates_;  // folded: per replica, its template (empty: every rank written)
   bool keep_folded_ = false;
   std::int64_t next_collective_ = 0;
-  std::optional<ReplicaMove> move_;     // replica-0 mode: which groups lie inside replica 0
-  int last_local_group_ = -1;           // replica-0 mode: group and id of the last collective
-  std::int64_t last_local_id_ = -1;     // written of a group inside replica 0
+  std::optional<ReplicaMove> move_;  // folded: which groups lie inside a template replica
+  // Folded: per template replica, group and id of the last collective written of a group inside it.
+  std::vector<std::pair<int, std::int64_t>> last_local_;
   // Last writer (op index) of each (rank, parameter, buffer): last_writer_[rank][param *
   // kBufferKinds + buffer], -1 = none yet; a rank's table is sized on its first write. A flat
   // table instead of a map of tuples: the builders ask it once per op and rank (millions of

@@ -9,42 +9,68 @@
 namespace dmuon {
 
 ReplicaMove::ReplicaMove(const Plan& plan) : replicas_(plan.mesh.replicate), shard_(plan.mesh.shard) {
-  std::map<std::vector<int>, int> by_members;
-  for (std::size_t g = 0; g < plan.groups.size(); ++g) by_members.emplace(plan.groups[g].ranks, static_cast<int>(g));
+  const auto R = static_cast<std::size_t>(replicas_);
+  template_.resize(R);
+  position_.resize(R);
+  count_.assign(R, 0);
+  for (int rep = 0; rep < replicas_; ++rep) {
+    // Replica 0 for all unless the Plan names templates (a Plan not marked replica-symmetric too:
+    // its consumer asks how replica 0's lists would move).
+    const auto template_of = [&](int r) { return plan.replica_template.empty() ? 0 : plan.replica_template[static_cast<std::size_t>(r)]; };
+    const int t = template_of(rep);
+    if (t < 0 || t > rep || template_of(t) != t) {
+      throw Error("plan: replica " + std::to_string(rep) + "'s template " + std::to_string(t) +
+                  " is not a template replica at or before it");
+    }
+    template_[static_cast<std::size_t>(rep)] = t;
+    position_[static_cast<std::size_t>(rep)] = count_[static_cast<std::size_t>(t)]++;
+  }
+  home_.assign(plan.groups.size(), -1);
   image_.resize(plan.groups.size());
+  std::map<std::vector<int>, int> by_members;  // only asked for groups of templates with copies
   for (std::size_t g = 0; g < plan.groups.size(); ++g) {
     const auto& members = plan.groups[g].ranks;
-    const bool inside = !members.empty() && replicas_ > 1 &&
-                        std::all_of(members.begin(), members.end(), [&](int r) { return r >= 0 && r < shard_; });
-    if (!inside) continue;
-    image_[g].push_back(static_cast<int>(g));
-    for (int rep = 1; rep < replicas_; ++rep) {
+    if (members.empty() || replicas_ < 2 || members.front() < 0) continue;
+    const int t = members.front() / shard_;
+    const bool inside = std::all_of(members.begin(), members.end(), [&](int r) { return r >= 0 && r / shard_ == t; });
+    if (!inside || t >= replicas_ || template_[static_cast<std::size_t>(t)] != t) continue;
+    home_[g] = t;
+    if (count_[static_cast<std::size_t>(t)] < 2) continue;
+    if (by_members.empty()) {
+      for (std::size_t k = 0; k < plan.groups.size(); ++k) by_members.emplace(plan.groups[k].ranks, static_cast<int>(k));
+    }
+    image_[g].assign(static_cast<std::size_t>(count_[static_cast<std::size_t>(t)]), -1);
+    for (int rep = t; rep < replicas_; ++rep) {
+      if (template_[static_cast<std::size_t>(rep)] != t) continue;
       std::vector<int> moved = members;
-      for (int& r : moved) r += rep * shard_;
+      for (int& r : moved) r += (rep - t) * shard_;
       const auto it = by_members.find(moved);
       if (it == by_members.end()) {
-        throw Error("plan: group '" + plan.groups[g].name + "' of replica 0 has no copy in replica " + std::to_string(rep));
+        throw Error("plan: group '" + plan.groups[g].name + "' of replica " + std::to_string(t) + " has no copy in replica " +
+                    std::to_string(rep));
       }
-      image_[g].push_back(it->second);
+      image_[g][static_cast<std::size_t>(position_[static_cast<std::size_t>(rep)])] = it->second;
     }
   }
 }
 
 Op ReplicaMove::moved(const Op& op, int rep) const {
   Op out = op;
-  if (rep == 0 || op.group < 0 || !local(op.group)) return out;
+  const int h = op.group < 0 ? -1 : home(op.group);
+  if (h < 0 || rep == h) return out;
   out.group = group(op.group, rep);
-  out.collective = op.collective + rep;
+  out.collective = op.collective + (rep - h);
   if (out.root >= 0) out.root = rank(out.root, rep);
   for (Transfer& t : out.transfers) t.src = rank(t.src, rep), t.dst = rank(t.dst, rep);
   return out;
 }
 
 bool ReplicaMove::is_moved(const Op& mine, const Op& op, int rep) const {
-  if (rep == 0 || op.group < 0 || !local(op.group)) return same_op(mine, op);
+  const int h = op.group < 0 ? -1 : home(op.group);
+  if (h < 0 || rep == h) return same_op(mine, op);
   // The fields moved() changes, then the others with those set alike (no copy of the op: this
   // runs on every op of a Plan).
-  if (mine.group != group(op.group, rep) || mine.collective != op.collective + rep) return false;
+  if (mine.group != group(op.group, rep) || mine.collective != op.collective + (rep - h)) return false;
   if (mine.root != (op.root >= 0 ? rank(op.root, rep) : op.root) || mine.transfers.size() != op.transfers.size()) return false;
   for (std::size_t k = 0; k < op.transfers.size(); ++k) {
     const Transfer& a = mine.transfers[k];
@@ -75,13 +101,15 @@ bool same_fields(const Op& a, const Op& b, bool moved_ones) {
 void unfold(Plan& plan) {
   if (!plan.folded) return;
   const ReplicaMove move(plan);
-  const int S = plan.mesh.shard;
   plan.ranks.resize(static_cast<std::size_t>(plan.mesh.world()));
-  for (int r = S; r < plan.mesh.world(); ++r) {
-    const auto& first = plan.ranks[static_cast<std::size_t>(r % S)];
+  for (int r = 0; r < plan.mesh.world(); ++r) {
+    const int from = plan.template_rank(r);
+    if (from == r) continue;
+    const auto& first = plan.ranks[static_cast<std::size_t>(from)];
     auto& mine = plan.ranks[static_cast<std::size_t>(r)];
+    mine.clear();
     mine.reserve(first.size());
-    for (const Op& op : first) mine.push_back(move.moved(op, r / S));
+    for (const Op& op : first) mine.push_back(move.moved(op, plan.mesh.replica_of(r)));
   }
   plan.folded = false;
 }
@@ -92,40 +120,67 @@ Plan unfolded(const Plan& plan) {
   return out;
 }
 
-Plan replica_zero(const Plan& plan) {
+Plan template_replicas(const Plan& plan) {
+  const int S = plan.mesh.shard;
+  std::vector<int> index(static_cast<std::size_t>(plan.mesh.replicate), -1);  // replica -> template index
+  int T = 0;
+  for (int rep = 0; rep < plan.mesh.replicate; ++rep) {
+    if (plan.template_of(rep) == rep) index[static_cast<std::size_t>(rep)] = T++;
+  }
+  // A template rank renumbered; -1 for a rank of another replica.
+  const auto renumber = [&](int r) {
+    if (r < 0 || r >= plan.mesh.world()) return -1;
+    const int i = index[static_cast<std::size_t>(r / S)];
+    return i < 0 ? -1 : i * S + r % S;
+  };
+  const auto named = [&](int r, const std::string& what) {
+    const int out = renumber(r);
+    if (out < 0) throw Error("plan: " + what + " names rank " + std::to_string(r) + ", outside every template replica");
+    return out;
+  };
   Plan q;
   q.strategy = plan.strategy;
-  q.mesh = {1, plan.mesh.shard};
+  q.mesh = {T, S};
   q.bytes_per_element = plan.bytes_per_element;
-  q.matrix_owner = plan.matrix_owner;
+  for (int o : plan.matrix_owner) q.matrix_owner.push_back(o < 0 ? o : named(o, "matrix_owner"));
   q.groups.reserve(plan.groups.size());
   for (const CommGroup& g : plan.groups) {
     CommGroup cut{g.name, {}};
     for (int r : g.ranks) {
-      if (r < plan.mesh.shard) cut.ranks.push_back(r);
+      if (renumber(r) >= 0) cut.ranks.push_back(renumber(r));
     }
     q.groups.push_back(std::move(cut));
   }
-  const auto S = std::min(plan.ranks.size(), static_cast<std::size_t>(plan.mesh.shard));
-  q.ranks.assign(plan.ranks.begin(), plan.ranks.begin() + static_cast<std::ptrdiff_t>(S));
+  q.ranks.resize(static_cast<std::size_t>(T * S));
+  for (int r = 0; r < plan.mesh.world() && r < static_cast<int>(plan.ranks.size()); ++r) {
+    const int to = renumber(r);
+    if (to < 0) continue;
+    auto& mine = q.ranks[static_cast<std::size_t>(to)];
+    mine = plan.ranks[static_cast<std::size_t>(r)];
+    for (Op& op : mine) {
+      if (op.root >= 0) op.root = named(op.root, "op '" + op.label + "' (root)");
+      for (Transfer& t : op.transfers) t.src = named(t.src, "op '" + op.label + "'"), t.dst = named(t.dst, "op '" + op.label + "'");
+    }
+  }
   return q;
 }
 
 void check_replica_symmetric(const Plan& plan) {
   const ReplicaMove move(plan);
-  const int S = plan.mesh.shard;
-  for (int r = S; r < static_cast<int>(plan.ranks.size()); ++r) {
-    const int rep = r / S;
+  for (int r = 0; r < static_cast<int>(plan.ranks.size()); ++r) {
+    const int from = plan.template_rank(r);
+    if (from == r) continue;
+    const int rep = plan.mesh.replica_of(r);
     const auto& mine = plan.ranks[static_cast<std::size_t>(r)];
-    const auto& first = plan.ranks[static_cast<std::size_t>(r % S)];
+    const auto& first = plan.ranks[static_cast<std::size_t>(from)];
     if (mine.size() != first.size()) {
       throw Error("plan: marked replica-symmetric, but rank " + std::to_string(r) + " has " + std::to_string(mine.size()) +
-                  " ops and rank " + std::to_string(r % S) + " of replica 0 has " + std::to_string(first.size()));
+                  " ops and rank " + std::to_string(from) + " of its template replica has " + std::to_string(first.size()));
     }
     for (std::size_t i = 0; i < mine.size(); ++i) {
       if (!move.is_moved(mine[i], first[i], rep)) {
         throw Error("plan: marked replica-symmetric, but rank " + std::to_string(r) + " op " + std::to_string(i) + " ('" +
-                    mine[i].label + "') is not rank " + std::to_string(r % S) + "'s op " + std::to_string(i) +
+                    mine[i].label + "') is not rank " + std::to_string(from) + "'s op " + std::to_string(i) +
                     " moved to replica " + std::to_string(rep));
       }
     }

@@ -7,6 +7,10 @@
 // collectives of groups that span replicas: world, replicate[s]) is the same op. Such a Plan says
 // so (Plan::replica_symmetric), and a consumer may build what replica 0 needs once and move it
 // instead of building every rank (sim/replica_fold.hpp).
+// The owner strategies generalise it with templates (Plan::replica_template): the replicas that
+// hold no owner's work run identical lists, those of the first of them (their template) moved, a
+// collective of a group inside template t becoming id + (rep - t) in replica rep (again the
+// builders' consecutive numbering); a replica holding an owner's work is its own template.
 #pragma once
 #include <vector>
 
@@ -16,47 +20,67 @@ namespace dmuon {
 
 class ReplicaMove {
  public:
-  // Throws dmuon::Error when a group inside replica 0 has no copy in some replica among the
-  // Plan's groups.
+  // Throws dmuon::Error when the Plan's templates are not templates (Plan::replica_template: a
+  // replica's template later than it, or not its own template) or a group inside a template
+  // replica has no copy in some replica that runs the template's lists.
   explicit ReplicaMove(const Plan& plan);
 
   int replicas() const { return replicas_; }
   int shard() const { return shard_; }
-  // Whether the group lies inside replica 0 (its collectives move with the replica).
-  bool local(int group) const { return image_[static_cast<std::size_t>(group)].size() > 0; }
-  // The copy of a group inside replica 0 in replica `rep`; any other group itself.
-  int group(int group, int rep) const {
-    const auto& img = image_[static_cast<std::size_t>(group)];
-    return img.empty() ? group : img[static_cast<std::size_t>(rep)];
+  int template_of(int rep) const { return template_[static_cast<std::size_t>(rep)]; }
+  // Replicas that run template t's lists (t included; 0 when t is not a template).
+  int copies_of(int t) const { return count_[static_cast<std::size_t>(t)]; }
+  // Replica rep's place among the replicas of its template, in replica order (the template: 0).
+  int position(int rep) const { return position_[static_cast<std::size_t>(rep)]; }
+  // Whether the group lies inside a template replica (its collectives move with the replica),
+  // and which one (-1: spans replicas, or lies inside a replica that is no template).
+  bool local(int group) const { return home(group) >= 0; }
+  int home(int group) const {
+    const auto g = static_cast<std::size_t>(group);
+    return g < home_.size() ? home_[g] : -1;
   }
-  int rank(int rank, int rep) const { return rank + rep * shard_; }
-  // Rank (0, s)'s op as rank (rep, s) runs it.
+  // The copy in replica `rep` of a group inside rep's template; any other group itself.
+  int group(int group, int rep) const {
+    const int h = home(group);
+    if (h < 0 || template_of(rep) != h || rep == h) return group;
+    return image_[static_cast<std::size_t>(group)][static_cast<std::size_t>(position(rep))];
+  }
+  // Rank `rank` moved to replica `rep`, same shard position.
+  int rank(int rank, int rep) const { return rank + (rep - rank / shard_) * shard_; }
+  // A template rank's op as rank (rep, s) of a replica running that template's lists runs it.
   Op moved(const Op& op, int rep) const;
   // same_op(mine, moved(op, rep)), without the copy.
   bool is_moved(const Op& mine, const Op& op, int rep) const;
 
  private:
   int replicas_ = 1, shard_ = 1;
-  std::vector<std::vector<int>> image_;  // per group: its copy in each replica, empty = spans replicas
+  std::vector<int> template_, position_, count_;  // per replica
+  std::vector<int> home_;                         // per group: its template replica, or -1
+  std::vector<std::vector<int>> image_;  // per group inside a template: its copy in each of the
+                                         // template's replicas (by position), empty when alone
 };
 
-// Every op of every rank against its replica-0 counterpart, moved. Throws dmuon::Error naming the
+// Every op of every rank against its template rank's, moved. Throws dmuon::Error naming the
 // first rank and op that differ (for Plans marked replica_symmetric: Plan::validate calls it).
 void check_replica_symmetric(const Plan& plan);
 
-// A folded Plan (Plan::folded) with every rank's list: replica 0's moved to the others.
+// A folded Plan (Plan::folded) with every rank's list: the templates' moved to the others.
 void unfold(Plan& plan);
 Plan unfolded(const Plan& plan);
 
-// Replica 0 of a replica-symmetric Plan as a Plan of its own: its ranks' lists, a 1 x S mesh,
-// every group cut to its members in replica 0. With the Plan checked replica-symmetric, it is
-// valid (Plan::validate) exactly when the whole Plan is: each replica's lists are replica 0's
-// moved, so a collective of a replica's own group matches on its members as its replica-0
-// original does, one of a group across replicas has the same op on every member, members issue
-// a group's collectives in the same order, and the ranks, all moving in step, deadlock exactly
-// when replica 0's do (a collective completes when its members reach it, whatever the
-// interleaving); updates cover the same elements in every replica.
-Plan replica_zero(const Plan& plan);
+// The template replicas of a replica-symmetric Plan as a Plan of their own: their ranks' lists,
+// a T x S mesh (template i, in replica order, becomes replica i: every rank the Plan names
+// renumbered so), every group cut to its members in templates. With the Plan checked
+// replica-symmetric, it is valid (Plan::validate) exactly when the whole Plan is: each replica's
+// lists are its template's moved, so a collective of a replica's own group matches on its
+// members as its template's original does, one of a group across replicas has the same op on
+// every member, members issue a group's collectives in the same order, and the ranks, all moving
+// in step with their templates, deadlock exactly when the templates' do (a collective completes
+// when its members reach it, whatever the interleaving); updates cover the same elements in
+// every replica of a template. Of the data-parallel strategies this is replica 0.
+// (What it cannot see, a template that runs an owner's work for several replicas, validate
+// checks apart.)
+Plan template_replicas(const Plan& plan);
 
 // Every field of two ops equal (Op has no operator==: its label and vectors make it costly).
 bool same_op(const Op& a, const Op& b);

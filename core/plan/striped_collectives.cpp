@@ -106,18 +106,18 @@ void across_rails(PlanWriter& w, const std::map<int, std::vector<Region>>& owner
 }
 
 // Stage C (forward: all-gather) or A (backward: reduce-scatter) inside every node, one per
-// matrix (a member's part is one contiguous chunk).
+// matrix (a member's part is one contiguous chunk). Replicas innermost: a collective's copies in
+// the replicas are numbered consecutively, as PlanWriter's templates need (each node's list is
+// the same either way).
 void inside_nodes(PlanWriter& w, const std::map<int, std::vector<Region>>& owners, const Stage& stage,
                   const std::string& label) {
   const bool forward = stage.forward;
   const Mesh& mesh = w.mesh();
-  for (int rep = 0; rep < mesh.replicate; ++rep) {
-    for (const auto& [owner, regions] : owners) {
-      for (const Region& region : regions) {
-        Op op = collective_op(forward ? OpKind::all_gather : OpKind::reduce_scatter, stage, label);
-        for (int s = 0; s < mesh.shard; ++s) op.parts.push_back(stripe_chunk(region, mesh.shard, s));
-        w.collective(w.shard_group(rep), std::move(op));
-      }
+  for (const auto& [owner, regions] : owners) {
+    for (const Region& region : regions) {
+      Op op = collective_op(forward ? OpKind::all_gather : OpKind::reduce_scatter, stage, label);
+      for (int s = 0; s < mesh.shard; ++s) op.parts.push_back(stripe_chunk(region, mesh.shard, s));
+      for (int rep = 0; rep < mesh.replicate; ++rep) w.collective(w.shard_group(rep), op);
     }
   }
 }
