@@ -1,5 +1,6 @@
 #include "sim/memory_estimate.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -46,8 +47,23 @@ SimMemoryEstimate estimate_sim_memory(const Scenario& scenario, Strategy strateg
                                : t.sim_host_bytes_per_param + (scenario.sim_steps - 1) * t.sim_host_bytes_per_param_per_extra_step;
   e.bytes_per_matrix = e.bytes_per_param / 4;
   const double gpus = double(e.gpus);
-  e.bytes = kBaseBytes +
-            gpus * (double(e.params) * e.bytes_per_param + double(e.matrices) * e.bytes_per_matrix + kPlatformBytesPerGpu);
+  const double per_gpu = double(e.params) * e.bytes_per_param + double(e.matrices) * e.bytes_per_matrix;
+  e.bytes = kBaseBytes + gpus * (per_gpu + kPlatformBytesPerGpu);
+  // The owner strategies, folded onto templates when that at least halves the replicas to build
+  // (core/plan/plan_builders.cpp, owner_templates): the templates' GPUs as above, the others'
+  // copies at sim_host_bytes_per_param_copied. How many templates there are is known only once
+  // the owners are assigned: at most one replica per Muon matrix, the owner-free template and
+  // the replicas promoted for their launch order (sim/replica_fold.hpp; one at 2,048 to 8,192
+  // GPUs of 16node.yaml), counted here as two.
+  const Mesh mesh = mesh_for_cluster(scenario.cluster);
+  const std::int64_t template_bound = std::min<std::int64_t>(mesh.replicate, e.matrices + 3);
+  if (folded && t.sim_host_bytes_per_param_copied > 0 && mesh.replicate > 1 && 2 * template_bound <= mesh.replicate) {
+    e.templates = template_bound;
+    const double built = double(template_bound) * mesh.shard;
+    e.bytes_per_param_copied = t.sim_host_bytes_per_param_copied * scenario.sim_steps;
+    e.bytes = kBaseBytes + built * per_gpu + (gpus - built) * double(e.params) * e.bytes_per_param_copied +
+              gpus * kPlatformBytesPerGpu;
+  }
   return e;
 }
 
@@ -64,15 +80,25 @@ double host_memory_available_bytes() {
 
 void check_sim_memory(const SimMemoryEstimate& e, Strategy strategy, double limit_bytes, const std::string& limit_source) {
   if (!(limit_bytes > 0) || e.bytes <= limit_bytes) return;
-  char buf[600];
+  char what[400];
+  if (e.templates > 0) {
+    std::snprintf(what, sizeof what,
+                  "up to %lld template replicas' GPUs x (%lld parameters x %.0f B + %lld Muon matrices x %.0f B), the "
+                  "other GPUs x %lld parameters x %.0f B of copies, %lld GPUs x %.0f B platform",
+                  static_cast<long long>(e.templates), static_cast<long long>(e.params), e.bytes_per_param,
+                  static_cast<long long>(e.matrices), e.bytes_per_matrix, static_cast<long long>(e.params),
+                  e.bytes_per_param_copied, static_cast<long long>(e.gpus), kPlatformBytesPerGpu);
+  } else {
+    std::snprintf(what, sizeof what, "%lld GPUs x (%lld parameters x %.0f B + %lld Muon matrices x %.0f B + %.0f B platform)",
+                  static_cast<long long>(e.gpus), static_cast<long long>(e.params), e.bytes_per_param,
+                  static_cast<long long>(e.matrices), e.bytes_per_matrix, kPlatformBytesPerGpu);
+  }
+  char buf[800];
   std::snprintf(buf, sizeof buf,
-                "strategy %s: simulating %lld GPUs needs an estimated %.1f GiB of host memory (%lld GPUs x (%lld "
-                "parameters x %.0f B + %lld Muon matrices x %.0f B + %.0f B platform) + %.0f MB), over the "
-                "%.1f GiB %s; not started: use fewer nodes or a larger machine",
-                std::string(to_string(strategy)).c_str(), static_cast<long long>(e.gpus), e.bytes / kGiB,
-                static_cast<long long>(e.gpus), static_cast<long long>(e.params), e.bytes_per_param,
-                static_cast<long long>(e.matrices), e.bytes_per_matrix, kPlatformBytesPerGpu, kBaseBytes / 1e6,
-                limit_bytes / kGiB, limit_source.c_str());
+                "strategy %s: simulating %lld GPUs needs an estimated %.1f GiB of host memory (%s + %.0f MB), over "
+                "the %.1f GiB %s; not started: use fewer nodes or a larger machine",
+                std::string(to_string(strategy)).c_str(), static_cast<long long>(e.gpus), e.bytes / kGiB, what,
+                kBaseBytes / 1e6, limit_bytes / kGiB, limit_source.c_str());
   throw Error(buf);
 }
 

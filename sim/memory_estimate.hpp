@@ -18,6 +18,10 @@ struct SimMemoryEstimate {
   double bytes_per_param = 0;  // per GPU
   double bytes_per_matrix = 0;
   bool folded = false;         // priced with the strategy's folded coefficients
+  // The owner strategies folded onto templates: the templates counted (an upper bound), and
+  // per parameter what a GPU of another replica costs (all steps).
+  std::int64_t templates = 0;
+  double bytes_per_param_copied = 0;
 };
 
 // A linear fit of measured peak RSS (reports/sim-speed.md: 128 to 1,024 GPUs of

@@ -125,6 +125,7 @@ void ReplicaFold::fold(StepProgram& prog, std::size_t count) {
       });
     }
   }
+  prog.promoted_replicas = promoted_.size();
   prog.replica_copies = std::move(copies_);
   copies_.clear();
 }

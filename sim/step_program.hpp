@@ -122,6 +122,9 @@ struct StepProgram {
   std::vector<int> replica_list;   // per replica: the index in `ranks` of its template's first list
   std::vector<int> copy_position;  // per replica: its place among its template's copies; -1: a template
   std::vector<std::vector<int>> replica_copies;
+  // Replicas built although the Plan gives them a template (sim/replica_fold.hpp: their launches
+  // would not keep the template's order); they run lists of their own.
+  std::size_t promoted_replicas = 0;
   std::size_t collectives_per_step = 0;
   std::size_t world() const { return replicas == 1 ? ranks.size() : shard * static_cast<std::size_t>(replicas); }
   // The list rank `rank` runs.

@@ -27,10 +27,11 @@ inline ClusterSpec cluster(int nodes, int gpus, int channels = 8) {
 
 // `nodes` x `gpus` H100s training a small model (2 blocks whose 2048-row matrices split unevenly
 // over 3 GPUs a node): the replica fold and lockstep tests' scenario.
-inline Scenario replica_scenario(int nodes, int gpus, bool z3, bool copies) {
+inline Scenario replica_scenario(int nodes, int gpus, bool z3, bool copies, int layers = 2) {
   return parse_scenario(
       "name: fold\n"
-      "model:\n  name: small\n  transformer: {hidden: 2048, layers: 2, heads: 16, ffn: 5632, vocab: 4096}\n"
+      "model:\n  name: small\n  transformer: {hidden: 2048, layers: " + std::to_string(layers) +
+      ", heads: 16, ffn: 5632, vocab: 4096}\n"
       "optimizer: {preset: dmuon}\n"
       "cluster:\n  nodes: " + std::to_string(nodes) + "\n  gpus_per_node: " + std::to_string(gpus) +
       "\n  gpu: h100-sxm\n  gpu_memory_GiB: 80\n"

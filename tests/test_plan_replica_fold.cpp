@@ -127,3 +127,50 @@ TEST_CASE("the replica-0 writer refuses a collective that is not the copy of the
   CHECK(plan.ranks[2][0].collective == 1);
   CHECK(plan.ranks[4].size() == 1);  // the compute op was not written for rank 4 itself
 }
+
+TEST_CASE("the template writer writes template replicas only and numbers their copies as every rank written",
+          "[plan][replica]") {
+  const Scenario s = scenario();
+  const Routing routing = route_parameters(s.model, s.routing);
+  const Mesh mesh{4, 2};
+  Op op;
+  op.kind = OpKind::all_reduce;
+  op.regions = {{0, 0, 8}};
+  const std::vector<int> templates{0, 1, 1, 1};  // replicas 2 and 3 run replica 1's lists
+  {
+    PlanWriter w(Strategy::dedicated, s.model, routing, mesh, false, true, templates);
+    w.collective(w.shard_group(0), op);
+    try {
+      w.collective(w.shard_group(2), op);  // replica 1 wrote nothing to copy
+      FAIL("accepted a copy of nothing");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find("template replica 1") != std::string::npos);
+    }
+  }
+  PlanWriter w(Strategy::dedicated, s.model, routing, mesh, false, true, templates);
+  w.collective(w.shard_group(0), op);  // id 0, replica 0: its own template
+  w.collective(w.shard_group(1), op);  // id 1
+  w.collective(w.shard_group(2), op);  // id 2 = replica 1's id 1 + 1: skipped
+  w.collective(w.shard_group(3), op);  // id 3
+  w.compute(5, op);                    // rank (2, 1): not written
+  CHECK_THROWS_AS(w.group_of({4}, "inside a copied replica"), Error);
+  CHECK_THROWS_AS(w.group_of({2}, "inside a template standing for three replicas"), Error);
+  CHECK(w.group_of({0}, "inside a template standing for itself") >= 0);
+  const Plan folded = w.finish();
+  CHECK(folded.folded);
+  CHECK(folded.replica_template == templates);
+  REQUIRE(folded.ranks.size() == 8);
+  for (int r = 4; r < 8; ++r) CHECK(folded.ranks[static_cast<std::size_t>(r)].empty());
+  CHECK(folded.template_rank(7) == 3);
+  const Plan every = unfolded(folded);
+  REQUIRE(every.ranks[4].size() == 1);
+  CHECK(every.ranks[4][0].collective == 2);
+  CHECK(every.ranks[4][0].group == w.shard_group(2));
+  REQUIRE(every.ranks[7].size() == 1);
+  CHECK(every.ranks[7][0].collective == 3);
+  CHECK(every.ranks[0][0].collective == 0);
+  // A template later than its replica is no template.
+  Plan wrong = folded;
+  wrong.replica_template = {0, 2, 2, 2};
+  CHECK_THROWS_AS(ReplicaMove(wrong), Error);
+}

@@ -88,6 +88,19 @@ TEST_CASE("a simulation whose memory estimate exceeds the limit is refused up fr
   CHECK_FALSE(per_rank.folded);
   CHECK(per_rank.bytes > 10 * e.bytes);
   CHECK_FALSE(sim::estimate_sim_memory(s, Strategy::dedicated, routing).folded);  // owners differ by replica
+  // ... but replicas holding no owner's work fold onto a template once they would at least halve
+  // the replicas built: not at 128 nodes (540 matrices may sit on every node), at 2,048 yes, the
+  // templates' GPUs priced as unfolded and the others' copies apart.
+  CHECK(sim::estimate_sim_memory(s, Strategy::dedicated, routing).templates == 0);
+  const Scenario big = flagship(2048);
+  const sim::SimMemoryEstimate owner = sim::estimate_sim_memory(big, Strategy::owner_striped, routing);
+  const sim::SimMemoryEstimate owner_per_rank = sim::estimate_sim_memory(big, Strategy::owner_striped, routing, false);
+  CHECK(owner.templates == 543);  // the matrices, the owner-free template, two promoted
+  CHECK(owner_per_rank.templates == 0);
+  const double gpus = 16384, built = 543 * 8, per_gpu = double(owner.params) * owner.bytes_per_param +
+                                                       double(owner.matrices) * owner.bytes_per_matrix;
+  CHECK(owner.bytes - owner_per_rank.bytes ==
+        Approx((gpus - built) * (double(owner.params) * owner.bytes_per_param_copied - per_gpu)));
   CHECK(e.bytes - sim::estimate_sim_memory(one, Strategy::adamw, routing).bytes == Approx(per_step));
   CHECK(sim::estimate_sim_memory(three, Strategy::adamw, routing).bytes - e.bytes == Approx(per_step));
   // Refused before anything is built: a 1,024-GPU run under a 0.1 GiB limit fails at once with the
@@ -107,6 +120,12 @@ TEST_CASE("a simulation whose memory estimate exceeds the limit is refused up fr
     REQUIRE(m.find("estimated") != std::string::npos);
     REQUIRE(m.find("0.1 GiB test limit") != std::string::npos);
     REQUIRE(m.find("B platform") != std::string::npos);
+  }
+  try {  // the templated estimate says so
+    sim::check_sim_memory(owner, Strategy::owner_striped, 0.1 * 1024 * 1024 * 1024, "test limit");
+    FAIL("no error");
+  } catch (const Error& err) {
+    CHECK(std::string(err.what()).find("up to 543 template replicas' GPUs") != std::string::npos);
   }
   // run_strategies keeps the refusal as that strategy's error and runs nothing for it.
   const auto outcomes = sim::run_strategies(s, {Strategy::adamw}, sim::scenario_cost_model(s), {o}, 1);

@@ -316,3 +316,91 @@ TEST_CASE("ReplicaFold copies replica 0's collectives replica by replica and che
   sim::StepProgram again;
   CHECK_FALSE(ambiguous.each_replica(again, [&](int) { again.collectives = {local, shared, local}; }));
 }
+
+// The owner strategies' templates (Plan::replica_template): replicas holding no owner's work run
+// the first one's lists. Their Plan kept folded unfolds to the Plan built rank by rank, the
+// program folded from the templates is the program built rank by rank, and the lockstep over
+// the templates' GPUs simulates every GPU's dates.
+TEST_CASE("owner strategies: replicas without an owner's work fold onto a template, exactly", "[sim][replica]") {
+  struct Case {
+    int nodes, gpus, layers;
+    bool z3;
+  };
+  std::size_t promoted = 0;  // replicas built from their template's classification (build_moved)
+  for (const Case c : {Case{8, 4, 1, false}, Case{12, 4, 1, true}, Case{12, 2, 1, false}, Case{32, 2, 2, false}}) {
+    const Scenario s = simtest::replica_scenario(c.nodes, c.gpus, c.z3, false, c.layers);
+    const CostModel cost = sim::scenario_cost_model(s, "");
+    const Routing routing = route_parameters(s.model, s.routing);
+    const Mesh mesh = mesh_for_cluster(s.cluster);
+    for (Strategy strategy : {Strategy::dedicated, Strategy::owner_striped}) {
+      INFO(c.nodes << " x " << c.gpus << ", " << c.layers << " layer(s)" << (c.z3 ? " Z3 " : " ") << to_string(strategy));
+      StepPlanOptions po;
+      po.plan.keep_folded = true;
+      const StepPlan folded = plan_step(s.model, routing, s.optimizer, strategy, mesh, cost, po);
+      const StepPlan per_rank_plan = plan_step(s.model, routing, s.optimizer, strategy, mesh, cost, {});
+      REQUIRE(folded.plan.folded);
+      REQUIRE(folded.plan.replica_template.size() == static_cast<std::size_t>(c.nodes));
+      int templates = 0;
+      for (int rep = 0; rep < c.nodes; ++rep) templates += folded.plan.replica_template[static_cast<std::size_t>(rep)] == rep;
+      CHECK(2 * templates <= c.nodes + 1);
+      CHECK_NOTHROW(folded.plan.validate(s.model, routing));
+      const Plan every = unfolded(folded.plan);
+      REQUIRE(every.ranks.size() == per_rank_plan.plan.ranks.size());
+      for (std::size_t r = 0; r < every.ranks.size(); ++r) {
+        REQUIRE(every.ranks[r].size() == per_rank_plan.plan.ranks[r].size());
+        for (std::size_t i = 0; i < every.ranks[r].size(); ++i) CHECK(same_op(every.ranks[r][i], per_rank_plan.plan.ranks[r][i]));
+      }
+      sim::ProgramOptions o;
+      o.steps = 2;
+      o.keep_folded = true;
+      const sim::StepProgram kept = sim::build_step_program(folded.plan, s.model, routing, s.optimizer, cost, s.training, o);
+      o.keep_folded = false;
+      const sim::StepProgram copied = sim::build_step_program(folded.plan, s.model, routing, s.optimizer, cost, s.training, o);
+      o.fold_replicas = false;
+      const sim::StepProgram reference =
+          sim::build_step_program(per_rank_plan.plan, s.model, routing, s.optimizer, cost, s.training, o);
+      REQUIRE(kept.replicas == c.nodes);
+      promoted += kept.promoted_replicas;
+      CHECK(kept.ranks.size() == (static_cast<std::size_t>(templates) + kept.promoted_replicas) * static_cast<std::size_t>(c.gpus));
+      same_program(copied, reference);
+      sim::SimOptions so;
+      const sim::SimOutcome a = sim::simulate(kept, s.cluster, so), b = sim::simulate(reference, s.cluster, so);
+      CHECK(a.simulated_gpus == static_cast<int>(kept.ranks.size()));
+      CHECK(b.simulated_gpus == c.nodes * c.gpus);
+      simtest::same_outcome(a, b);
+    }
+  }
+  CHECK(promoted > 0);  // dedicated's last replicas sort a reduce-scatter after the shared reduce
+}
+
+TEST_CASE("a template standing for several replicas holding an owner's work is refused", "[plan][replica]") {
+  const Scenario s = simtest::replica_scenario(8, 4, false, false, 1);
+  const CostModel cost = sim::scenario_cost_model(s, "");
+  const Routing routing = route_parameters(s.model, s.routing);
+  StepPlanOptions po;
+  po.plan.keep_folded = true;
+  Plan plan = plan_step(s.model, routing, s.optimizer, Strategy::dedicated, mesh_for_cluster(s.cluster), cost, po).plan;
+  REQUIRE_FALSE(plan.replica_template.empty());
+  const int free = plan.replica_template.back();  // the template of the last replica stands for several
+  REQUIRE(free != 7);
+  int owner = -1;
+  for (int r = 0; r < 32 && owner < 0; ++r) {
+    for (const Op& op : plan.ranks[static_cast<std::size_t>(r)]) {
+      if (op.kind == OpKind::newton_schulz) owner = r;
+    }
+  }
+  REQUIRE(owner >= 0);
+  for (const Op& op : plan.ranks[static_cast<std::size_t>(owner)]) {
+    if (op.kind != OpKind::newton_schulz) continue;
+    Op moved = op;
+    moved.deps.clear();
+    plan.ranks[static_cast<std::size_t>(free * 4)].push_back(moved);
+    break;
+  }
+  try {
+    plan.validate(s.model, routing);
+    FAIL("accepted an owner's work in a shared template");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("an owner's work in template replica " + std::to_string(free)) != std::string::npos);
+  }
+}

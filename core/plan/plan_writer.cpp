@@ -134,6 +134,13 @@ int PlanWriter::compute(int rank, Op op) {
   return index;
 }
 
+bool PlanWriter::inside_lone_template(const std::vector<int>& ranks) const {
+  if (ranks.empty()) return false;
+  const int rep = plan_.mesh.replica_of(ranks.front());
+  return move_->template_of(rep) == rep && move_->copies_of(rep) == 1 &&
+         std::all_of(ranks.begin(), ranks.end(), [&](int r) { return plan_.mesh.replica_of(r) == rep; });
+}
+
 int PlanWriter::group_of(const std::vector<int>& ranks, const std::string& name) {
   for (std::size_t g = 0; g < plan_.groups.size(); ++g) {
     if (plan_.groups[g].ranks == ranks) return static_cast<int>(g);
@@ -141,10 +148,7 @@ int PlanWriter::group_of(const std::vector<int>& ranks, const std::string& name)
   // move_ knows the groups made above; a folded builder may add only groups inside a template
   // replica that no other replica copies (owner-striped's sharded Newton-Schulz on an owner's node).
   if (!templates_.empty()) {
-    const int rep = ranks.empty() ? -1 : plan_.mesh.replica_of(ranks.front());
-    const bool alone = rep >= 0 && move_->template_of(rep) == rep && move_->copies_of(rep) == 1 &&
-                       std::all_of(ranks.begin(), ranks.end(), [&](int r) { return plan_.mesh.replica_of(r) == rep; });
-    if (!alone) throw Error("plan: group '" + name + "' added while building from template replicas");
+    if (!inside_lone_template(ranks)) throw Error("plan: group '" + name + "' added while building from template replicas");
   }
   plan_.groups.push_back({name, ranks});
   return static_cast<int>(plan_.groups.size() - 1);
@@ -153,8 +157,9 @@ int PlanWriter::group_of(const std::vector<int>& ranks, const std::string& name)
 void PlanWriter::joint_compute(int group, std::vector<Op> ops) {
   const auto& members = plan_.groups[static_cast<std::size_t>(group)].ranks;
   if (ops.size() != members.size()) throw Error("plan: " + std::to_string(ops.size()) + " joint ops for a group of " + std::to_string(members.size()));
-  if (!templates_.empty() && !std::all_of(members.begin(), members.end(), [&](int r) { return writes(r); })) {
-    throw Error("plan: a joint call (sharded Newton-Schulz) cannot be built from template replicas outside them");
+  if (!templates_.empty()) {
+    // Only inside a template no other replica copies: a copy would need its own joint call.
+    if (!inside_lone_template(members)) throw Error("plan: a joint call (sharded Newton-Schulz) cannot be built from template replicas outside a template of its own");
   }
   const std::int64_t id = next_collective_++;
   for (std::size_t i = 0; i < members.size(); ++i) {

@@ -73,6 +73,8 @@ class PlanWriter {
   // Folded: checks that a collective of `group` (inside a replica that is no template) numbered
   // `id` is the copy of the last collective written of a group inside its template.
   void check_copy(int group, std::int64_t id) const;
+  // Folded: whether the ranks lie inside one template replica that stands for itself alone.
+  bool inside_lone_template(const std::vector<int>& ranks) const;
 
   const ModelSpec& model_;
   const Routing& routing_;

@@ -46,6 +46,14 @@ struct StrategyTraits {
   // reports/sim-speed.md). 0: the strategy is never folded (owners differ by replica).
   double sim_host_bytes_per_param_folded = 0;
   double sim_host_bytes_per_param_per_extra_step_folded = 0;
+  // The owner strategies whose replicas fold onto templates (Plan::replica_template: replicas
+  // holding no owner's work share one): a template's GPUs cost sim_host_bytes_per_param[_per_extra_step],
+  // a GPU of a replica that runs a template's lists this much per parameter and simulated step
+  // (its collectives' copies in the step program and their runner state). Measured at 8,192 GPUs
+  // of 16node.yaml (two steps): peak RSS less the base, the platform and the templates' GPUs at
+  // the unfolded coefficients without their margin, over the other GPUs' parameters and the
+  // steps, plus 25% (reports/sim-speed.md). 0: never folded onto templates.
+  double sim_host_bytes_per_param_copied = 0;
 
   bool has_owners() const { return ns_ranks == NsRanks::owner || ns_ranks == NsRanks::owner_per_replica; }
 };

@@ -10,20 +10,9 @@ SIM=${1:?usage: identity.sh BUILD OUTDIR [big]}/harness/dmuon-sim
 OUT=${2:?usage: identity.sh BUILD OUTDIR [big]}
 mkdir -p "$OUT"
 status=0
-run() {  # name, then dmuon-sim arguments
-  local name=$1; shift
-  # dmuon-sim exits 1 when a strategy does not fit the GPU (the JSON says so); both runs must agree
-  "$SIM" "$@" --per-rank --json "$OUT/$name-per-rank.json" --csv "$OUT/$name-per-rank.csv" > "$OUT/$name-per-rank.txt" 2>&1
-  "$SIM" "$@" --json "$OUT/$name-folded.json" --csv "$OUT/$name-folded.csv" > "$OUT/$name-folded.txt" 2>&1
-  [ -s "$OUT/$name-per-rank.json" ] && [ -s "$OUT/$name-folded.json" ] || { echo "$name: no JSON"; status=1; return; }
-  local json csv gpus
-  json=$(/usr/bin/python3 harness/tools/sim_json_identical.py "$OUT/$name-per-rank.json" "$OUT/$name-folded.json") || status=1
-  csv=$(/usr/bin/python3 harness/tools/sim_json_identical.py "$OUT/$name-per-rank.csv" "$OUT/$name-folded.csv") || status=1
-  gpus=$(/usr/bin/python3 -c "import json, sys
-print(' '.join(f\"{s['strategy']}:{s.get('simulated_gpus', '-')}\" for r in json.load(open(sys.argv[1]))['runs'] for s in r['strategies']))" "$OUT/$name-folded.json")
-  rm -f "$OUT/$name-per-rank.csv" "$OUT/$name-folded.csv"
-  echo "$name: json $(tail -1 <<< "$json"); csv $(tail -1 <<< "$csv"); simulated GPUs (folded run) $gpus"
-}
+# run NAME ARGS...: harness/tools/sim_identity_case.sh (this script's own loop until stop 38, moved there)
+source harness/tools/sim_identity_case.sh
+run() { identity_case "$@"; }
 run 16node --scenario scenarios/16node.yaml
 run 16node-sweep --scenario scenarios/16node.yaml --sweep nodes=2,3,32
 run 16node-flows --scenario scenarios/16node.yaml --mode flows --sweep nodes=2
