@@ -48,7 +48,7 @@ bool parse(int argc, char** argv, Args& a) {
       ("sweep", po::value(&a.sweep), "key=v1,v2,... e.g. nodes=1,2,4,8,16 or training.mfu=0.3,0.4")
       ("validate", po::value(&a.validate), "measured dmuon-bench step report: prediction vs measurement")
       ("per-rank", po::bool_switch(&a.per_rank),
-       "build every rank's Plan and step program and simulate every GPU, not replica 0's moved to the others (the reference the fold and the lockstep must equal)");
+       "build every rank's Plan and step program and simulate every GPU, not the template replicas' (replica 0's, or the owner strategies' owner-free ones) moved to the others (the reference the fold and the lockstep must equal)");
   po::variables_map vm;
   po::store(po::command_line_parser(argc, argv).options(o).run(), vm);
   if (vm.count("help")) {

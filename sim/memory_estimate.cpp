@@ -49,15 +49,16 @@ SimMemoryEstimate estimate_sim_memory(const Scenario& scenario, Strategy strateg
   const double gpus = double(e.gpus);
   const double per_gpu = double(e.params) * e.bytes_per_param + double(e.matrices) * e.bytes_per_matrix;
   e.bytes = kBaseBytes + gpus * (per_gpu + kPlatformBytesPerGpu);
-  // The owner strategies, folded onto templates when that at least halves the replicas to build
-  // (core/plan/plan_builders.cpp, owner_templates): the templates' GPUs as above, the others'
-  // copies at sim_host_bytes_per_param_copied. How many templates there are is known only once
-  // the owners are assigned: at most one replica per Muon matrix, the owner-free template and
-  // the replicas promoted for their launch order (sim/replica_fold.hpp; one at 2,048 to 8,192
-  // GPUs of 16node.yaml), counted here as two.
+  // The owner strategies, folded onto templates when at least a quarter of the replicas would
+  // run another's lists (core/plan/plan_builders.cpp, owner_templates): the templates' GPUs as
+  // above, the others' copies at sim_host_bytes_per_param_copied. How many templates there are
+  // is known only once the owners are assigned: at most one replica per Muon matrix, the
+  // owner-free template and the replicas promoted for their launch order (sim/replica_fold.hpp;
+  // one at 2,048 to 8,192 GPUs of 16node.yaml), counted here as two.
   const Mesh mesh = mesh_for_cluster(scenario.cluster);
   const std::int64_t template_bound = std::min<std::int64_t>(mesh.replicate, e.matrices + 3);
-  if (folded && t.sim_host_bytes_per_param_copied > 0 && mesh.replicate > 1 && 2 * template_bound <= mesh.replicate) {
+  if (folded && t.sim_host_bytes_per_param_copied > 0 && mesh.replicate > 1 &&
+      4 * (mesh.replicate - template_bound) >= mesh.replicate) {
     e.templates = template_bound;
     const double built = double(template_bound) * mesh.shard;
     e.bytes_per_param_copied = t.sim_host_bytes_per_param_copied * scenario.sim_steps;

@@ -114,7 +114,7 @@ SimOutcome simulate_here(const StepProgram& program, const ClusterSpec& cluster,
   SimOutcome o = runner.outcome();
   o.simulated_gpus = static_cast<int>(runner.simulated_gpus());
   if (!options.trace_file.empty()) {
-    // The traced GPUs' dates only (a lockstep runner holds replica 0's, shared by the others).
+    // The traced GPUs' dates only (a lockstep runner holds the templates', shared by the others).
     const std::size_t traced = options.trace_nodes > 0 ? std::min(program.world(), std::size_t(options.trace_nodes) *
                                                                                     std::size_t(topo.gpus_per_node()))
                                                        : program.world();

@@ -38,7 +38,7 @@ struct SimOutcome {
   std::map<std::string, double> critical_seconds_by_source;
   std::vector<CollectiveRecord> collectives;
   double wall_s = 0;          // host seconds the simulation took (platform included)
-  int simulated_gpus = 0;     // GPUs that ran actors: replica 0's when replicas run in lockstep
+  int simulated_gpus = 0;     // GPUs that ran actors: the template replicas' when replicas run in lockstep
 };
 
 struct SimOptions {

@@ -140,7 +140,7 @@ struct StepProgram {
     const auto& copies = replica_copies[first];
     return copies.empty() ? c : copies[static_cast<std::size_t>(copy_position[rank / shard])] + static_cast<int>(k * collectives_per_step);
   }
-  // Per collective of every step: the replica-0 collective it is a copy of (itself when none).
+  // Per collective of every step: the template's collective it is a copy of (itself when none).
   std::vector<int> originals() const;
   std::size_t step_begin(std::size_t rank) const {  // last_step_begin of the rank's list (0: none)
     const std::size_t l = list(rank);
@@ -182,12 +182,13 @@ struct ProgramOptions {
   bool plan_as_is = false;
   // Steps back to back, the last reported (Scenario::sim_steps); plan_as_is runs one.
   int steps = 1;
-  // A replica-symmetric Plan's program built from replica 0's ranks and moved to the others
-  // (sim/replica_fold.hpp): the same program, built R times faster. Off: every rank is built
+  // A replica-symmetric Plan's program built from its template replicas' ranks (replica 0's for
+  // the data-parallel strategies) and moved to the others (sim/replica_fold.hpp): the same
+  // program, built once per template instead of once per replica. Off: every rank is built
   // (the tests' reference; run_strategy then builds every rank's Plan too).
   bool fold_replicas = true;
   // With fold_replicas: keep the program folded (StepProgram::replicas), every replica sharing
-  // replica 0's lists, instead of copying them to every rank. The simulator runs either; tests
+  // the templates' lists, instead of copying them to every rank. The simulator runs either; tests
   // that read ranks[r] directly want them copied.
   bool keep_folded = false;
 };

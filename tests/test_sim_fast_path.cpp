@@ -88,9 +88,9 @@ TEST_CASE("a simulation whose memory estimate exceeds the limit is refused up fr
   CHECK_FALSE(per_rank.folded);
   CHECK(per_rank.bytes > 10 * e.bytes);
   CHECK_FALSE(sim::estimate_sim_memory(s, Strategy::dedicated, routing).folded);  // owners differ by replica
-  // ... but replicas holding no owner's work fold onto a template once they would at least halve
-  // the replicas built: not at 128 nodes (540 matrices may sit on every node), at 2,048 yes, the
-  // templates' GPUs priced as unfolded and the others' copies apart.
+  // ... but replicas holding no owner's work fold onto a template once they are at least a
+  // quarter of the replicas: not at 128 nodes (540 matrices may sit on every node), at 2,048 yes,
+  // the templates' GPUs priced as unfolded and the others' copies apart.
   CHECK(sim::estimate_sim_memory(s, Strategy::dedicated, routing).templates == 0);
   const Scenario big = flagship(2048);
   const sim::SimMemoryEstimate owner = sim::estimate_sim_memory(big, Strategy::owner_striped, routing);

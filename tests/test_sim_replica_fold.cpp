@@ -342,7 +342,7 @@ TEST_CASE("owner strategies: replicas without an owner's work fold onto a templa
       REQUIRE(folded.plan.replica_template.size() == static_cast<std::size_t>(c.nodes));
       int templates = 0;
       for (int rep = 0; rep < c.nodes; ++rep) templates += folded.plan.replica_template[static_cast<std::size_t>(rep)] == rep;
-      CHECK(2 * templates <= c.nodes + 1);
+      CHECK(4 * (c.nodes - templates) >= c.nodes);  // at least a quarter of the replicas share
       CHECK_NOTHROW(folded.plan.validate(s.model, routing));
       const Plan every = unfolded(folded.plan);
       REQUIRE(every.ranks.size() == per_rank_plan.plan.ranks.size());
