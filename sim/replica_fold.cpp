@@ -32,6 +32,14 @@ bool ReplicaFold::each_replica(StepProgram& prog, const std::function<void(int)>
     if (build_moved && positions_ && !order_kept(neighbours_[t], *positions_, rep)) {
       promoted_.push_back(rep);
       build_moved(rep);
+      // It creates its own collectives of this pass (ZeRO-3 re-gathers); -1 where its copies of
+      // its template's would be keeps every later replica at its place in copies_.
+      const auto [from, to] = created[static_cast<std::size_t>(t)];
+      if (copies_.size() < to) copies_.resize(to);
+      for (std::size_t c = from; c < to; ++c) {
+        const int g = group_of(prog.collectives[c]);
+        if (g >= 0 && move_.local(g)) copies_[c].push_back(-1);
+      }
       continue;
     }
     const auto [from, to] = created[static_cast<std::size_t>(t)];
@@ -120,8 +128,8 @@ void ReplicaFold::fold(StepProgram& prog, std::size_t count) {
     // (a copy lies inside its replica: its first member tells which).
     for (auto& copies : copies_) {
       std::erase_if(copies, [&](int c) {
-        const int rep = prog.collectives[static_cast<std::size_t>(c)].call.members.front() / move_.shard();
-        return own[static_cast<std::size_t>(rep)] != 0;
+        return c < 0 || own[static_cast<std::size_t>(prog.collectives[static_cast<std::size_t>(c)].call.members.front() /
+                                                     move_.shard())] != 0;
       });
     }
   }

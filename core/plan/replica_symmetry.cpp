@@ -133,16 +133,20 @@ Plan template_replicas(const Plan& plan) {
     const int i = index[static_cast<std::size_t>(r / S)];
     return i < 0 ? -1 : i * S + r % S;
   };
-  const auto named = [&](int r, const std::string& what) {
+  // `op` names the op for the error (nullptr: matrix_owner); the message is built only then.
+  const auto named = [&](int r, const Op* op) {
     const int out = renumber(r);
-    if (out < 0) throw Error("plan: " + what + " names rank " + std::to_string(r) + ", outside every template replica");
+    if (out < 0) {
+      throw Error("plan: " + (op ? "op '" + op->label + "'" : std::string("matrix_owner")) + " names rank " + std::to_string(r) +
+                  ", outside every template replica");
+    }
     return out;
   };
   Plan q;
   q.strategy = plan.strategy;
   q.mesh = {T, S};
   q.bytes_per_element = plan.bytes_per_element;
-  for (int o : plan.matrix_owner) q.matrix_owner.push_back(o < 0 ? o : named(o, "matrix_owner"));
+  for (int o : plan.matrix_owner) q.matrix_owner.push_back(o < 0 ? o : named(o, nullptr));
   q.groups.reserve(plan.groups.size());
   for (const CommGroup& g : plan.groups) {
     CommGroup cut{g.name, {}};
@@ -158,8 +162,8 @@ Plan template_replicas(const Plan& plan) {
     auto& mine = q.ranks[static_cast<std::size_t>(to)];
     mine = plan.ranks[static_cast<std::size_t>(r)];
     for (Op& op : mine) {
-      if (op.root >= 0) op.root = named(op.root, "op '" + op.label + "' (root)");
-      for (Transfer& t : op.transfers) t.src = named(t.src, "op '" + op.label + "'"), t.dst = named(t.dst, "op '" + op.label + "'");
+      if (op.root >= 0) op.root = named(op.root, &op);
+      for (Transfer& t : op.transfers) t.src = named(t.src, &op), t.dst = named(t.dst, &op);
     }
   }
   return q;
