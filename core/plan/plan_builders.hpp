@@ -40,7 +40,9 @@ struct PlanOptions {
   // building every rank; the same Plan, R times less building. Off: every rank built (the
   // reference tests/test_plan_replica_fold.cpp compares it with).
   bool fold_replicas = true;
-  // With fold_replicas: leave the Plan folded (Plan::folded), replica 0's lists only.
+  // With fold_replicas: leave the Plan folded (Plan::folded), replica 0's lists only; the owner
+  // strategies are then folded too, onto templates (Plan::replica_template), where at least a
+  // quarter of the replicas hold no owner's work.
   bool keep_folded = false;
 };
 
