@@ -40,8 +40,9 @@ SimMemoryEstimate estimate_sim_memory(const Scenario& scenario, Strategy strateg
   e.params = static_cast<std::int64_t>(scenario.model.params.size());
   const StrategyTraits t = traits(strategy);
   e.matrices = t.ns_ranks == NsRanks::none ? 0 : static_cast<std::int64_t>(routing.muon_matrices.size());
+  const Mesh mesh = mesh_for_cluster(scenario.cluster);
   // The fold needs several replicas, as the planner lays the cluster out.
-  e.folded = folded && t.sim_host_bytes_per_param_folded > 0 && mesh_for_cluster(scenario.cluster).replicate > 1;
+  e.folded = folded && t.sim_host_bytes_per_param_folded > 0 && mesh.replicate > 1;
   e.bytes_per_param = e.folded ? t.sim_host_bytes_per_param_folded +
                                      (scenario.sim_steps - 1) * t.sim_host_bytes_per_param_per_extra_step_folded
                                : t.sim_host_bytes_per_param + (scenario.sim_steps - 1) * t.sim_host_bytes_per_param_per_extra_step;
@@ -55,7 +56,6 @@ SimMemoryEstimate estimate_sim_memory(const Scenario& scenario, Strategy strateg
   // is known only once the owners are assigned: at most one replica per Muon matrix, the
   // owner-free template and the replicas promoted for their launch order (sim/replica_fold.hpp;
   // one at 2,048 to 8,192 GPUs of 16node.yaml), counted here as two.
-  const Mesh mesh = mesh_for_cluster(scenario.cluster);
   const std::int64_t template_bound = std::min<std::int64_t>(mesh.replicate, e.matrices + 3);
   if (folded && t.sim_host_bytes_per_param_copied > 0 && mesh.replicate > 1 &&
       4 * (mesh.replicate - template_bound) >= mesh.replicate) {

@@ -326,21 +326,22 @@ std::vector<SimOp> RankBuilder::build(int rank, const std::vector<NsTime>& compu
     classified_[r] = {std::move(fwd_), std::move(bwd_), std::move(optimizer_ops_), std::move(real_)};
     return {};
   }
-  if (r < classified_.size() && keep_classified) {
-    fwd_ = classified_[r].fwd;
-    bwd_ = classified_[r].bwd;
-    optimizer_ops_ = classified_[r].optimizer_ops;
-    real_ = classified_[r].real;
-  } else if (r < classified_.size()) {
-    fwd_ = std::move(classified_[r].fwd);
-    bwd_ = std::move(classified_[r].bwd);
-    optimizer_ops_ = std::move(classified_[r].optimizer_ops);
-    real_ = std::move(classified_[r].real);
-    classified_[r] = {};
+  if (r < classified_.size()) {
+    take_classified(r);
   } else {
     classify(rank);
   }
   return emit_rank(compute);
+}
+
+void RankBuilder::take_classified(std::size_t r) {
+  Classified& c = classified_[r];
+  if (keep_classified) {
+    fwd_ = c.fwd, bwd_ = c.bwd, optimizer_ops_ = c.optimizer_ops, real_ = c.real;
+    return;
+  }
+  fwd_ = std::move(c.fwd), bwd_ = std::move(c.bwd), optimizer_ops_ = std::move(c.optimizer_ops), real_ = std::move(c.real);
+  c = {};
 }
 
 std::vector<SimOp> RankBuilder::build_moved(int rank, int template_rank, const ReplicaFold& fold,
@@ -355,10 +356,7 @@ std::vector<SimOp> RankBuilder::build_moved(int rank, int template_rank, const R
   list_rank_ = template_rank;
   move_fold_ = &fold;
   move_replica_ = plan_.mesh.replica_of(rank);
-  fwd_ = classified_[t].fwd;
-  bwd_ = classified_[t].bwd;
-  optimizer_ops_ = classified_[t].optimizer_ops;
-  real_ = classified_[t].real;
+  take_classified(t);  // a copy: keep_classified
   for (auto* lists : {&fwd_, &bwd_}) {
     for (auto& list : *lists) {
       for (auto& entry : list) entry.first = moved(entry.first);

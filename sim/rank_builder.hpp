@@ -48,6 +48,9 @@ class RankBuilder {
   int merged_index(int rank, const Op& op, int unit);
   std::vector<SimOp> emit_rank(const std::vector<NsTime>& compute);
   int moved(int c) const;  // collective c as the rank being built sees it (build_moved)
+  // Loads rank r's first-pass classification into fwd_, bwd_, optimizer_ops_ and real_: a copy
+  // with keep_classified, else moved out.
+  void take_classified(std::size_t r);
   void classify(int rank);  // fills fwd_, bwd_ (per unit), optimizer_ops_ and real_
   void add_plan_deps(SimOp& s, const std::vector<int>& members, int self);
   int collective_op(int c, const std::vector<int>& members, std::vector<int> extra);

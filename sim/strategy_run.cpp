@@ -41,8 +41,8 @@ json run_here(const Scenario& scenario, Strategy strategy, const CostModel& cost
   const Mesh mesh = mesh_for_cluster(scenario.cluster);
   StepPlanOptions plan_options = plan_options_for(scenario);
   plan_options.plan.fold_replicas = options.program.fold_replicas;  // --per-rank: neither folded
-  // The Plan keeps its template replicas' lists only: the program is built from them (executor_memory_per_gpu
-  // reads every rank's).
+  // The Plan keeps its template replicas' lists only: the program is built from them
+  // (executor_memory_per_gpu reads every rank's).
   plan_options.plan.keep_folded = options.program.fold_replicas && !options.executor_memory;
   if (options.check_memory) plan_options.memory_limit = StepPlanOptions::MemoryLimit{scenario.training, scenario.cluster.gpu_memory_GiB};
   plan_options.validate = false;  // below, beside the program's build

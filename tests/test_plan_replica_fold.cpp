@@ -25,6 +25,14 @@ Scenario scenario() {
       "fold.yaml");
 }
 
+// An all-reduce of 8 elements, for the writer tests to place on any group.
+Op small_all_reduce() {
+  Op op;
+  op.kind = OpKind::all_reduce;
+  op.regions = {{0, 0, 8}};
+  return op;
+}
+
 Plan planned(const Scenario& s, Strategy strategy, const Mesh& mesh, bool fold) {
   const Routing routing = route_parameters(s.model, s.routing);
   StepPlanOptions o;
@@ -95,9 +103,7 @@ TEST_CASE("the replica-0 writer refuses a collective that is not the copy of the
   const Scenario s = scenario();
   const Routing routing = route_parameters(s.model, s.routing);
   const Mesh mesh{3, 2};
-  Op op;
-  op.kind = OpKind::all_reduce;
-  op.regions = {{0, 0, 8}};
+  const Op op = small_all_reduce();
   {
     PlanWriter w(Strategy::adamw, s.model, routing, mesh, true);
     CHECK_THROWS_AS(w.collective(w.shard_group(1), op), Error);  // nothing of replica 0 before it
@@ -133,9 +139,7 @@ TEST_CASE("the template writer writes template replicas only and numbers their c
   const Scenario s = scenario();
   const Routing routing = route_parameters(s.model, s.routing);
   const Mesh mesh{4, 2};
-  Op op;
-  op.kind = OpKind::all_reduce;
-  op.regions = {{0, 0, 8}};
+  const Op op = small_all_reduce();
   const std::vector<int> templates{0, 1, 1, 1};  // replicas 2 and 3 run replica 1's lists
   {
     PlanWriter w(Strategy::dedicated, s.model, routing, mesh, false, true, templates);

@@ -261,7 +261,6 @@ void check_newton_schulz(const Plan& plan, const Routing& routing) {
   }
 }
 
-
 // A template with several replicas runs each of its lists on every one of them: an owner's work
 // there (Newton-Schulz, momentum or update of a Muon matrix, which has one owner) would run once
 // per replica, which the template replicas' Plan alone cannot see.

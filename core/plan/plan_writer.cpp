@@ -8,11 +8,12 @@ namespace dmuon {
 
 PlanWriter::PlanWriter(Strategy strategy, const ModelSpec& model, const Routing& routing, const Mesh& mesh,
                        bool replica_zero_only, bool keep_folded, std::vector<int> replica_template)
-    : model_(model), routing_(routing), templates_(std::move(replica_template)), keep_folded_(keep_folded) {
-  if (replica_zero_only) templates_.assign(static_cast<std::size_t>(mesh.replicate), 0);
-  if (mesh.replicate < 2) templates_.clear();
-  if (!templates_.empty() && static_cast<int>(templates_.size()) != mesh.replicate) {
-    throw Error("plan: " + std::to_string(templates_.size()) + " replica templates for " + std::to_string(mesh.replicate) + " replicas");
+    : model_(model), routing_(routing), keep_folded_(keep_folded) {
+  std::vector<int> templates = std::move(replica_template);
+  if (replica_zero_only) templates.assign(static_cast<std::size_t>(mesh.replicate), 0);
+  if (mesh.replicate < 2) templates.clear();
+  if (!templates.empty() && static_cast<int>(templates.size()) != mesh.replicate) {
+    throw Error("plan: " + std::to_string(templates.size()) + " replica templates for " + std::to_string(mesh.replicate) + " replicas");
   }
   plan_.strategy = strategy;
   plan_.mesh = mesh;
@@ -27,11 +28,11 @@ PlanWriter::PlanWriter(Strategy strategy, const ModelSpec& model, const Routing&
   for (int s = 0; s < mesh.shard; ++s) {
     plan_.groups.push_back({"replicate[" + std::to_string(s) + "]", mesh.replicate_group(s)});
   }
-  if (!templates_.empty()) {
+  if (!templates.empty()) {
     plan_.replica_symmetric = true;  // for ReplicaMove, which reads the templates from the Plan
-    if (std::any_of(templates_.begin(), templates_.end(), [](int t) { return t != 0; })) plan_.replica_template = templates_;
+    if (std::any_of(templates.begin(), templates.end(), [](int t) { return t != 0; })) plan_.replica_template = templates;
     move_.emplace(plan_);
-    last_local_.assign(templates_.size(), {-1, -1});
+    last_local_.assign(templates.size(), {-1, -1});
   }
 }
 
@@ -147,7 +148,7 @@ int PlanWriter::group_of(const std::vector<int>& ranks, const std::string& name)
   }
   // move_ knows the groups made above; a folded builder may add only groups inside a template
   // replica that no other replica copies (owner-striped's sharded Newton-Schulz on an owner's node).
-  if (!templates_.empty()) {
+  if (move_) {
     if (!inside_lone_template(ranks)) throw Error("plan: group '" + name + "' added while building from template replicas");
   }
   plan_.groups.push_back({name, ranks});
@@ -157,7 +158,7 @@ int PlanWriter::group_of(const std::vector<int>& ranks, const std::string& name)
 void PlanWriter::joint_compute(int group, std::vector<Op> ops) {
   const auto& members = plan_.groups[static_cast<std::size_t>(group)].ranks;
   if (ops.size() != members.size()) throw Error("plan: " + std::to_string(ops.size()) + " joint ops for a group of " + std::to_string(members.size()));
-  if (!templates_.empty()) {
+  if (move_) {
     // Only inside a template no other replica copies: a copy would need its own joint call.
     if (!inside_lone_template(members)) throw Error("plan: a joint call (sharded Newton-Schulz) cannot be built from template replicas outside a template of its own");
   }
@@ -171,7 +172,7 @@ void PlanWriter::joint_compute(int group, std::vector<Op> ops) {
 
 void PlanWriter::check_copy(int group, std::int64_t id) const {
   const int rep = plan_.mesh.replica_of(plan_.groups[static_cast<std::size_t>(group)].ranks.front());
-  const int t = templates_[static_cast<std::size_t>(rep)];
+  const int t = move_->template_of(rep);
   const auto [last_group, last_id] = last_local_[static_cast<std::size_t>(t)];
   const bool copy = last_group >= 0 && id == last_id + (rep - t) && move_->group(last_group, rep) == group;
   if (!copy) {
@@ -186,7 +187,7 @@ void PlanWriter::collective(int group, Op op) {
   op.stream = StreamKind::comm;
   op.collective = next_collective_++;
   const auto& members = plan_.groups[static_cast<std::size_t>(group)].ranks;
-  if (!templates_.empty()) {
+  if (move_) {
     if (std::none_of(members.begin(), members.end(), [&](int r) { return writes(r); })) {
       check_copy(group, op.collective);  // finish() moves the template's collective's ops here
       return;
@@ -206,7 +207,7 @@ void PlanWriter::collective(int group, Op op) {
 }
 
 Plan PlanWriter::finish() {
-  if (!templates_.empty()) {
+  if (move_) {
     plan_.replica_symmetric = plan_.folded = true;
     if (!keep_folded_) unfold(plan_);
   }

@@ -68,7 +68,7 @@ class PlanWriter {
 
   // Whether `rank` is written (folded: only the template replicas' ranks).
   bool writes(int rank) const {
-    return templates_.empty() || templates_[static_cast<std::size_t>(plan_.mesh.replica_of(rank))] == plan_.mesh.replica_of(rank);
+    return !move_ || move_->template_of(plan_.mesh.replica_of(rank)) == plan_.mesh.replica_of(rank);
   }
   // Folded: checks that a collective of `group` (inside a replica that is no template) numbered
   // `id` is the copy of the last collective written of a group inside its template.
@@ -79,10 +79,11 @@ class PlanWriter {
   const ModelSpec& model_;
   const Routing& routing_;
   Plan plan_;
-  std::vector<int> templates_;  // folded: per replica, its template (empty: every rank written)
   bool keep_folded_ = false;
   std::int64_t next_collective_ = 0;
-  std::optional<ReplicaMove> move_;  // folded: which groups lie inside a template replica
+  // Folded: each replica's template and which groups lie inside a template replica; unset:
+  // every rank written.
+  std::optional<ReplicaMove> move_;
   // Folded: per template replica, group and id of the last collective written of a group inside it.
   std::vector<std::pair<int, std::int64_t>> last_local_;
   // Last writer (op index) of each (rank, parameter, buffer): last_writer_[rank][param *
