@@ -11,6 +11,8 @@ namespace dmuon::sim {
 // Must run before the platform is created. Also silences SimGrid's INFO lines about
 // configuration changes.
 void configure_network_model();
-void configure_fast_model();
+// keep_marking_walk: let SimGrid mark what each change touches, which the fast model's solver
+// never reads (l07_selective_update.hpp); off, the default, skips it.
+void configure_fast_model(bool keep_marking_walk = false);
 
 }  // namespace dmuon::sim

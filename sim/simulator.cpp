@@ -99,7 +99,7 @@ SimOutcome simulate_here(const StepProgram& program, const ClusterSpec& cluster,
   char* argv[] = {name, nullptr};
   sg4::Engine engine(&argc, argv);
   if (options.mode == SimMode::fast) {
-    configure_fast_model();
+    configure_fast_model(options.keep_marking_walk);
   } else {
     configure_network_model();
   }

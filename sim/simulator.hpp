@@ -52,6 +52,10 @@ struct SimOptions {
   // A folded program whose replicas run in lockstep (replica_lockstep.hpp) simulates replica 0's
   // GPUs only. Off: every GPU (the tests' reference). Same predictions.
   bool lockstep_replicas = true;
+  // Let SimGrid mark the constraints each change can reach, which the fast model's solver never
+  // reads (l07_selective_update.hpp). Off: skipped, quadratic in a collective's hosts. Same
+  // predictions; the tests' reference.
+  bool keep_marking_walk = false;
 };
 
 // Forks a child for the simulation (isolated_run.hpp). Throws dmuon::Error for a deadlock
