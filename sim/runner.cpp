@@ -58,8 +58,11 @@ std::size_t Runner::stream_actors() const {
   return actors;
 }
 
-void Runner::start(const std::vector<sg4::Host*>& hosts) {
-  hosts_ = hosts;
+void Runner::start(const Platform& platform) {
+  hosts_ = platform.gpus;
+  proxies_ = platform.proxies;
+  proxy_routes_ = platform.proxy_routes;
+  for (int i = static_cast<int>(proxies_.size()) - 1; i >= 0; --i) free_proxies_.push_back(i);
   ranks_.resize(simulated_gpus());
   reduce_dependencies();
   const std::vector<std::size_t> gpus = simulated_ranks();

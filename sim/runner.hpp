@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sim/collective_schedule.hpp"
+#include "sim/platform.hpp"
 #include "sim/simulator.hpp"
 #include "sim/topology.hpp"
 
@@ -70,7 +71,11 @@ class Runner {
   std::size_t simulated_gpus() const { return lockstep_ ? prog_.ranks.size() : prog_.world(); }
   // The actors start() creates: one per stream with ops of each simulated GPU.
   std::size_t stream_actors() const;
-  void start(const std::vector<sg4::Host*>& hosts);
+  // Proxy hosts the platform holds for collectives' tasks (proxy_task.hpp). A probe counted at
+  // most 24 in use at once (16node.yaml, every strategy at 1,024 GPUs; dedicated, owner-striped
+  // and adamw at 8,192); a task that finds too few free runs over its GPUs, as before.
+  static constexpr int kProxyHosts = 256;
+  void start(const Platform& platform);
   SimOutcome outcome() const;
   void check_finished() const;
   // GPU `rank`'s op dates (its template peer's in lockstep).
@@ -117,6 +122,9 @@ class Runner {
   void run_fast(const FastSummary& f, bool add_schedule_extra, int offset);
   // One two-host parallel task per (src, dst, bytes), all at once, issued by helper actors.
   void run_pairs(const std::vector<std::tuple<int, int, double>>& pairs, int offset);
+  // The task of `pairs` (ranks already moved by the offset) over proxy hosts; false, having
+  // done nothing, when too few are free.
+  bool run_proxy_task(const std::vector<std::tuple<int, int, double>>& pairs, const std::vector<int>& hosts_used);
   // The first rank of the node holding every member, 0 when they span nodes.
   int one_node_offset(const std::vector<int>& members) const;
   // Schedules (and their fast summaries) by what determines them: blocks of a model repeat
@@ -141,6 +149,9 @@ class Runner {
   std::vector<int> arrivals_;
   std::vector<int> executed_as_;
   std::vector<sg4::Host*> hosts_;
+  std::vector<sg4::Host*> proxies_;
+  ProxyRoutes* proxy_routes_ = nullptr;
+  std::vector<int> free_proxies_;
   std::vector<RankSync> ranks_;
   // Needs of every op: op i of rank r uses needs_[need_begin_[r][i] .. need_begin_[r][i + 1]).
   std::vector<Need> needs_;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "sim/measured_collectives.hpp"
+#include "sim/proxy_task.hpp"
 #include "sim/runner.hpp"
 
 namespace dmuon::sim {
@@ -151,6 +152,37 @@ Runner::Planned Runner::plan(const CollectiveCall& call, std::optional<double> m
   return p;
 }
 
+bool Runner::run_proxy_task(const std::vector<std::tuple<int, int, double>>& pairs, const std::vector<int>& hosts_used) {
+  if (proxies_.empty() || topo_.node_of(*std::min_element(hosts_used.begin(), hosts_used.end())) ==
+                              topo_.node_of(*std::max_element(hosts_used.begin(), hosts_used.end()))) {
+    return false;
+  }
+  const std::vector<ProxyPair> task = proxy_pairs(pairs, hosts_used, topo_);
+  const auto q = static_cast<std::size_t>(proxies_for(task.size()));
+  if (free_proxies_.size() < q) return false;
+  std::vector<int> mine(free_proxies_.end() - static_cast<std::ptrdiff_t>(q), free_proxies_.end());
+  free_proxies_.resize(free_proxies_.size() - q);
+  std::vector<sg4::Host*> hosts;
+  for (int p : mine) hosts.push_back(proxies_[static_cast<std::size_t>(p)]);
+  // Pair k of the task from proxy a to proxy b (a != b), row by row.
+  std::vector<double> bytes(q * q, 0.0);
+  std::vector<std::pair<int, int>> routed;
+  std::size_t k = 0;
+  for (std::size_t a = 0; a < q && k < task.size(); ++a) {
+    for (std::size_t b = 0; b < q && k < task.size(); ++b) {
+      if (a == b) continue;
+      proxy_routes_->set(mine[a], mine[b], task[k].links, task[k].latency_s);
+      routed.emplace_back(mine[a], mine[b]);
+      bytes[a * q + b] = task[k].bytes;
+      ++k;
+    }
+  }
+  sg4::this_actor::parallel_execute(hosts, std::vector<double>(q, 0.0), bytes);
+  for (const auto& [a, b] : routed) proxy_routes_->clear(a, b);
+  free_proxies_.insert(free_proxies_.end(), mine.begin(), mine.end());
+  return true;
+}
+
 // Each helper actor starts and waits for at most this many pair tasks: SimGrid 3.32 removes an
 // ended task from its issuing actor's list of activities by scanning the whole list
 // (ExecImpl::post), so one actor issuing a world all-reduce's ~16,000 pairs spent its time there.
@@ -197,7 +229,9 @@ void Runner::run_fast(const FastSummary& f, bool add_schedule_extra, int offset)
     // identical dates, 67 -> 16 s for adamw at 2,048 GPUs run this way (reports/sim-speed.md,
     // "Replica lockstep").
     run_pairs(f.pair_bytes, offset);
-  } else {
+  } else if (offset > 0 || !run_proxy_task(f.pair_bytes, hosts_used)) {
+    // Inside one node (offset > 0, or all members on node 0) the matrix is small; across nodes
+    // the proxy form replaces it, unless every proxy is taken.
     std::vector<sg4::Host*> hosts;
     for (int r : hosts_used) hosts.push_back(hosts_[static_cast<std::size_t>(r)]);
     std::vector<double> flops(n, 0), bytes(n * n, 0);

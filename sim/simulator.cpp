@@ -103,11 +103,11 @@ SimOutcome simulate_here(const StepProgram& program, const ClusterSpec& cluster,
   } else {
     configure_network_model();
   }
-  const auto hosts = build_platform(topo);
+  const Platform platform = build_platform(topo, options.mode == SimMode::fast && options.proxy_tasks ? Runner::kProxyHosts : 0);
   const bool lockstep = options.lockstep_replicas && replica_lockstep_obstacle(program, topo).empty();
   Runner runner(program, topo, cluster.nccl, options, lockstep);
   const bool unguarded = fit_actor_stacks(runner.stream_actors());
-  runner.start(hosts);
+  runner.start(platform);
   if (unguarded) keep_freed_memory();  // back to the heap for the parallel tasks' matrices
   engine.run();
   runner.check_finished();

@@ -56,6 +56,10 @@ struct SimOptions {
   // reads (l07_selective_update.hpp). Off: skipped, quadratic in a collective's hosts. Same
   // predictions; the tests' reference.
   bool keep_marking_walk = false;
+  // A collective's parallel task across more than one node runs over a few proxy hosts with the
+  // same links, weights and latencies (proxy_task.hpp). Off: over its GPUs, an n x n byte matrix
+  // (the tests' reference). Same predictions.
+  bool proxy_tasks = true;
 };
 
 // Forks a child for the simulation (isolated_run.hpp). Throws dmuon::Error for a deadlock

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -34,8 +35,10 @@ TEST_CASE("SimGrid routes every GPU pair over Topology::route's links", "[sim][p
   char* argv[] = {name, nullptr};
   sg4::Engine engine(&argc, argv);
   sim::configure_network_model();
-  const std::vector<sg4::Host*> hosts = sim::build_platform(topo);
+  const sim::Platform platform = sim::build_platform(topo, 3);
+  const std::vector<sg4::Host*>& hosts = platform.gpus;
   REQUIRE(static_cast<int>(hosts.size()) == topo.world());
+  REQUIRE(platform.proxies.size() == 3);
   // Its zone must be the root: a second platform in the same engine is refused.
   REQUIRE_THROWS_AS(sim::build_platform(topo), Error);
 
@@ -57,6 +60,23 @@ TEST_CASE("SimGrid routes every GPU pair over Topology::route's links", "[sim][p
   }
   // The cross-rail pairs: each GPU reaches the 2 GPUs of the other node's other rail.
   CHECK(four_link_routes == topo.world() * 2);
+
+  // A proxy route is the one set for that ordered pair, with the latency set, until cleared.
+  platform.proxy_routes->set(2, 0, {5, 0, topo.route(0, 6).back()}, 7e-6);
+  platform.proxy_routes->set(0, 2, {}, 3e-6);
+  for (const auto& [src, dst, want_links, want_latency] :
+       {std::tuple{2, 0, std::vector<int>{5, 0, topo.route(0, 6).back()}, 7e-6}, std::tuple{0, 2, std::vector<int>{}, 3e-6}}) {
+    std::vector<sg4::Link*> links;
+    double latency_s = 0;
+    platform.proxies[static_cast<std::size_t>(src)]->route_to(platform.proxies[static_cast<std::size_t>(dst)], links, &latency_s);
+    std::vector<std::string> got, want;
+    for (const auto* l : links) got.push_back(l->get_name());
+    for (int l : want_links) want.push_back(topo.links()[static_cast<std::size_t>(l)].name);
+    CHECK(got == want);
+    CHECK(latency_s == want_latency);
+  }
+  platform.proxy_routes->clear(2, 0);
+  platform.proxy_routes->clear(0, 2);
 
   // Lone transfers: intra-node, same-rail inter-node, and cross-rail (the spine's bottleneck).
   const std::vector<std::pair<int, int>> pairs = {{0, 1}, {0, 4}, {0, 6}};

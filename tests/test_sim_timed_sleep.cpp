@@ -23,7 +23,7 @@ TEST_CASE("the runner's timed waits end at the dates asked, beside transfers and
   char* argv[] = {name, nullptr};
   sg4::Engine engine(&argc, argv);
   sim::configure_network_model();
-  const std::vector<sg4::Host*> hosts = sim::build_platform(topo);
+  const std::vector<sg4::Host*> hosts = sim::build_platform(topo).gpus;
 
   std::vector<double> a, b, c;
   double transfer_end = -1, lone_transfer = -1;
