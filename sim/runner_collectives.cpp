@@ -18,7 +18,11 @@ namespace {
 // 1,024 (world all-reduces of 1,024) 10.9 -> 9.8 s with its step 6e-6 relative apart. 2,048 since
 // the replica lockstep ("Replica lockstep"): adamw at 16,384 GPUs (replicate groups of 2,048) one
 // task each in 4 min 48 s (beside another run), where one two-host task per pair had not
-// finished after 10 min 31 s of CPU.
+// finished after 10 min 31 s of CPU. Since the proxy tasks (proxy_task.hpp) a collective across
+// nodes is one task at every size and holds no n x n matrix; the bound only decides, when every
+// proxy is taken, between the dense matrix (the same model) and a task per pair (each pair its
+// own rate: the same dates as one task for ddp-redundant's world all-reduces at 4,096 and 8,192
+// GPUs, reports/sim-speed.md, but not the same model).
 constexpr std::size_t kDenseTaskHosts = 2048;
 
 }  // namespace
@@ -220,18 +224,16 @@ void Runner::run_fast(const FastSummary& f, bool add_schedule_extra, int offset)
     }
   }
   const std::size_t n = hosts_used.size();
-  if (n > kDenseTaskHosts) {
-    // A parallel task takes a dense n x n byte matrix (512 MB at 8,192 hosts, copied and scanned
-    // several times by SimGrid); past kDenseTaskHosts one two-host task per communicating pair, all
-    // at once, gives the same contention-aware bandwidth time without it (run_pairs). A
-    // two-host task is what a host-to-host comm is in the ptask model (NetworkL07Model::
-    // communicate), without SimGrid 3.32's removal of each ended comm from a list of all in flight:
-    // identical dates, 67 -> 16 s for adamw at 2,048 GPUs run this way (reports/sim-speed.md,
-    // "Replica lockstep").
+  // Inside one node (offset > 0, or all members on node 0) the matrix is small; across nodes the
+  // proxy form replaces it, unless every proxy is taken.
+  const bool proxied = offset == 0 && run_proxy_task(f.pair_bytes, hosts_used);
+  if (!proxied && n > kDenseTaskHosts) {
+    // One two-host task per communicating pair, all at once, without the matrix (512 MB at
+    // 8,192 hosts): a two-host task is what a host-to-host comm is in the ptask model
+    // (NetworkL07Model::communicate), without SimGrid 3.32's removal of each ended comm from a
+    // list of all in flight.
     run_pairs(f.pair_bytes, offset);
-  } else if (offset > 0 || !run_proxy_task(f.pair_bytes, hosts_used)) {
-    // Inside one node (offset > 0, or all members on node 0) the matrix is small; across nodes
-    // the proxy form replaces it, unless every proxy is taken.
+  } else if (!proxied) {
     std::vector<sg4::Host*> hosts;
     for (int r : hosts_used) hosts.push_back(hosts_[static_cast<std::size_t>(r)]);
     std::vector<double> flops(n, 0), bytes(n * n, 0);
