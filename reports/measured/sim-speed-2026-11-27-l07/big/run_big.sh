@@ -5,12 +5,8 @@
 # 16,384 GPUs after only (stop 38 and earlier ran the before builds there: 4.8 to 10.4 min).
 # Run from the repository root.
 OUT=reports/measured/sim-speed-2026-11-27-l07/big
-run() {  # tag bin strategy nodes
-  local tag=$1 bin=$2 s=$3 n=$4 gpus=$(( $4 * 8 ))
-  echo "$(date -u +%H:%M:%S) $tag $s $gpus" >> $OUT/order.txt
-  /usr/bin/time -v $bin --scenario scenarios/16node.yaml --strategy $s --sweep nodes=$n --parallel 1 \
-     --json $OUT/$s-$gpus-$tag.json > $OUT/$s-$gpus-$tag.txt 2> $OUT/$s-$gpus-$tag.time-v.txt
-}
+source harness/tools/sim_big_run.sh
+run() { big_run "$OUT" "$@"; }  # tag bin strategy nodes
 for n in 256 512 1024; do
   for s in adamw ddp-redundant fsdp-gather zero1-a2a dedicated owner-striped; do
     run after build/harness/dmuon-sim $s $n
