@@ -3,6 +3,8 @@
 #include <atomic>
 
 #include <dlfcn.h>
+#include <xbt/base.h>  // what simgrid/version.h needs before it
+#include <simgrid/version.h>
 
 // What is replaced (SimGrid 3.32, src/kernel/lmm/maxmin.cpp): System::update_modified_cnst_set(c)
 // puts c in `modified_constraint_set` and calls update_modified_cnst_set_rec(c), which walks every
@@ -23,7 +25,9 @@
 // PLT (update_modified_cnst_set ends with a jump to it), so a definition of the same symbol in
 // the executable, exported (sim/CMakeLists.txt), takes those calls; the library's definition stays
 // reachable behind it through dlsym(RTLD_NEXT). It reads no SimGrid structure, so it depends only
-// on the symbol's name: a SimGrid without it leaves marking_walk_interposed() false.
+// on the symbol's name: a SimGrid without it leaves marking_walk_interposed() false. The argument
+// above was made on 3.32's sources, so another SimGrid walks until someone makes it again for that
+// version (marking_walk_interposed() false; test_sim_fast_model_shortcuts then fails, saying so).
 namespace {
 
 constexpr const char* kWalkSymbol = "_ZN7simgrid6kernel3lmm6System28update_modified_cnst_set_recEPKNS1_10ConstraintE";
@@ -50,8 +54,12 @@ extern "C" void dmuon_marking_walk(void* system, const void* constraint) {
 namespace dmuon::sim {
 
 bool marking_walk_interposed() {
-  static const bool interposed = library_walk() != nullptr &&
-                                 dlsym(RTLD_DEFAULT, kWalkSymbol) == reinterpret_cast<void*>(&dmuon_marking_walk);
+  static const bool interposed = [] {
+    int major = 0, minor = 0, patch = 0;
+    sg_version_get(&major, &minor, &patch);  // the library's, not the headers'
+    return major == 3 && minor == 32 && library_walk() != nullptr &&
+           dlsym(RTLD_DEFAULT, kWalkSymbol) == reinterpret_cast<void*>(&dmuon_marking_walk);
+  }();
   return interposed;
 }
 
