@@ -30,7 +30,7 @@
 // version (marking_walk_interposed() false; test_sim_fast_model_shortcuts then fails, saying so).
 namespace {
 
-constexpr const char* kWalkSymbol = "_ZN7simgrid6kernel3lmm6System28update_modified_cnst_set_recEPKNS1_10ConstraintE";
+constexpr const char* kWalkSymbol = DMUON_MARKING_WALK_SYMBOL;  // sim/CMakeLists.txt names it
 
 std::atomic<bool> g_skip{false};
 
@@ -43,8 +43,7 @@ MarkingWalk library_walk() {
 
 }  // namespace
 
-extern "C" void dmuon_marking_walk(void* system, const void* constraint) __asm__(
-    "_ZN7simgrid6kernel3lmm6System28update_modified_cnst_set_recEPKNS1_10ConstraintE");
+extern "C" void dmuon_marking_walk(void* system, const void* constraint) __asm__(DMUON_MARKING_WALK_SYMBOL);
 
 extern "C" void dmuon_marking_walk(void* system, const void* constraint) {
   if (g_skip.load(std::memory_order_relaxed)) return;
