@@ -4,7 +4,8 @@
 # and .boost-po carried; builds build-dev first when it is not there (a warm machine keeps it).
 #
 #   device_validate.sh steps SCENARIO...    dmuon-bench step on each scenario (every strategy it
-#                                           lists), one shared NS tune cache; reports go to
+#                                           lists; STEP_ITERATIONS timed iterations, default 5,
+#                                           after 2 warm-up), one shared NS tune cache; reports go to
 #                                           $OUT/steps.tgz (step-<scenario name>.{json,md}
 #                                           and -trace.json)
 #   device_validate.sh fsdp2 NGPU MODE SCENARIO...
@@ -37,7 +38,7 @@ steps() {
     local name; name=$(scenario_name "$s")
     say "step $name"
     ./build-dev/harness/dmuon-bench step --scenario "$s" --out-dir /tmp/steps --machine "$name" --timeout 300 \
-      --warmup 2 --iterations 5 --tune-cache /tmp/steps/tune.json > /tmp/steps/$name.log 2>&1
+      --warmup 2 --iterations "${STEP_ITERATIONS:-5}" --tune-cache /tmp/steps/tune.json > /tmp/steps/$name.log 2>&1
     echo "step $name exit $?" >> "$LOG"
     grep -E "optimizer step|error|Error" /tmp/steps/$name.log | tail -8 >> "$LOG"
   done
