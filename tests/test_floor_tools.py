@@ -2,9 +2,9 @@
 """Two pure pieces of issue 12's measurement tools, checked without a GPU:
 - harness/tools/leave_one_out.py forced_ns_impl: which `dmuon-bench step` commands forced an NS
   kernel (their Muon optimizer rows are set aside, not compared);
-- harness/tools/host_floor_fit.py (measure_host_floor.py's arithmetic) floor_depths and
-  least_squares: the depths the host floor is timed at for a model, and the slope fitted over its
-  runs;
+- harness/tools/host_floor_fit.py (measure_host_floor.py's arithmetic) floor_depths,
+  least_squares and median_over_processes: the depths the host floor is timed at for a model, the
+  slope fitted over its runs, and one floor from several processes' (per depth the median);
 - harness/tools/measure_whole.py measure_if_gpu_bound: when the whole model's plain timing is
   written (a GPU-bound run by the host floor) and that a failure leaves it out.
 
@@ -53,6 +53,46 @@ class HostFloorFit(unittest.TestCase):
         slope, _ = ls([(2, 0.005), (6, 0.013), (12, 0.025), (12, 0.0275), (6, 0.013), (2, 0.005)])
         self.assertGreater(slope, 0.002)
         self.assertLess(slope, (0.0275 - 0.005) / 10)
+
+    @staticmethod
+    def entry(mode, times, layers=(2, 6, 12)):
+        return {"model": "qwen2.5-3b", "mode": mode, "micro_batch": 1, "seq_len": 32, "layers": list(layers),
+                "fwd_bwd_s": list(times), "per_layer_s": 1.0, "per_step_s": 0.0}
+
+    def test_median_over_processes_takes_each_depths_median_and_refits(self):
+        m = host_floor_fit.median_over_processes
+        e = self.entry
+        # Three processes; the second's host ran 30% slow, the third's 10% fast: per depth the
+        # median is the first's, on the line 1 ms + 2 ms a layer.
+        line = [0.005, 0.013, 0.025]
+        processes = [[e("eager", line), e("fsdp2", [2 * t for t in line])],
+                     [e("eager", [1.3 * t for t in line]), e("fsdp2", [2.6 * t for t in line])],
+                     [e("eager", [0.9 * t for t in line]), e("fsdp2", [1.8 * t for t in line])]]
+        out = m(processes)
+        self.assertEqual([x["mode"] for x in out], ["eager", "fsdp2"])
+        self.assertEqual(out[0]["fwd_bwd_s"], line)
+        self.assertAlmostEqual(out[0]["per_layer_s"], 0.002, places=12)
+        self.assertAlmostEqual(out[0]["per_step_s"], 0.001, places=12)
+        self.assertAlmostEqual(out[1]["per_layer_s"], 0.004, places=12)
+        self.assertEqual(out[0]["model"], "qwen2.5-3b")
+        # Per depth, not per process: each depth's median may come from another process.
+        out = m([[e("eager", [0.005, 0.020, 0.025])], [e("eager", [0.007, 0.013, 0.030])], [e("eager", [0.004, 0.012, 0.027])]])
+        self.assertEqual(out[0]["fwd_bwd_s"], [0.005, 0.013, 0.027])
+        # One process alone is returned refitted, its times unchanged.
+        self.assertEqual(m([[e("eager", line)]])[0]["fwd_bwd_s"], line)
+
+    def test_median_over_processes_keeps_only_modes_every_process_measured_alike(self):
+        m = host_floor_fit.median_over_processes
+        e = self.entry
+        line = [0.005, 0.013, 0.025]
+        # FSDP2 missing in one process (its torch.distributed failed there): eager alone.
+        self.assertEqual([x["mode"] for x in m([[e("eager", line), e("fsdp2", line)], [e("eager", line)]])], ["eager"])
+        # Other depths in one process: not the same measurement.
+        self.assertEqual(m([[e("eager", line)], [e("eager", line[:2], layers=(2, 6))]]), [])
+        # A slope that is not positive is no floor.
+        self.assertEqual(m([[e("eager", [0.02, 0.02, 0.019])], [e("eager", [0.02, 0.02, 0.019])]]), [])
+        with self.assertRaises(ValueError):
+            m([])
 
 
 class WholeModelGate(unittest.TestCase):

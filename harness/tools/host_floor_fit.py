@@ -1,6 +1,6 @@
 """The arithmetic of the host floor (measure_host_floor.py), apart so that it runs without torch
-or yaml (tests/test_floor_tools.py): the depths a model's floor is timed at, and the slope fitted
-over the runs."""
+or yaml (tests/test_floor_tools.py): the depths a model's floor is timed at, the slope fitted
+over the runs, and one floor from several processes' floors."""
 
 import statistics
 
@@ -20,3 +20,25 @@ def least_squares(runs):
     my = statistics.fmean(t for _, t in runs)
     slope = sum((n - mx) * (t - my) for n, t in runs) / sum((n - mx) ** 2 for n, _ in runs)
     return slope, my - slope * mx
+
+
+def median_over_processes(processes):
+    """One host_floor list from the lists several processes measured (measure_host_floor.py's
+    entries, the same depths per mode): per mode and depth the median of the processes' times,
+    the line fitted through those medians. A process's host runs at its own pace (by 10-20% on
+    the GPU machines, reports/sim-validation.md section 0, stop 40), which one process's repeats
+    cannot average out. A mode is kept where every process measured it at the same depths and
+    the fitted slope is positive; the first process's entry gives the other fields."""
+    if not processes:
+        raise ValueError("no process measured a host floor")
+    out = []
+    for entry in processes[0]:
+        same = [e for p in processes for e in p if e["mode"] == entry["mode"]]
+        if len(same) != len(processes) or any(e["layers"] != entry["layers"] for e in same):
+            continue
+        times = [statistics.median(e["fwd_bwd_s"][i] for e in same) for i in range(len(entry["layers"]))]
+        per_layer, per_step = least_squares(list(zip(entry["layers"], times)))
+        if per_layer <= 0:
+            continue
+        out.append(dict(entry, fwd_bwd_s=times, per_layer_s=per_layer, per_step_s=per_step))
+    return out

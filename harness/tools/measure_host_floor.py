@@ -16,16 +16,23 @@ a slope from two runs four layers apart read 2.3 to 3.5 ms a layer for one model
 (2026-11-25); `fwd_bwd_s` holds each depth's mean of its two runs. FSDP2 runs on
 one rank (world 1: no collective crosses a GPU, the hooks, casts and copies all run), fp32 master
 parameters, bf16 compute, fp32 reduce, as fsdp2_step.py --mode fsdp2. Used by measure_layers.py
---host-floor; each entry is
+--host-floor (--host-floor-processes N: N processes, the median per depth, median_over_processes);
+on its own, one process's floor:
+    python3 harness/tools/measure_host_floor.py --scenario FILE --out FLOOR.json   # {"host_floor": [...]}
+Each entry is
   {"model", "mode": "eager" | "fsdp2", "micro_batch", "seq_len", "layers": [2, 6, 12],
    "fwd_bwd_s": [t2, t6, t12], "per_layer_s", "per_step_s"}
 """
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
+import sys
 
 import fsdp2_step  # harness/tools/, beside this module
-from host_floor_fit import floor_depths, least_squares  # harness/tools/, beside this module
+from host_floor_fit import floor_depths, least_squares, median_over_processes  # harness/tools/, beside this module
 import dmuon_model
 
 TOKENS = 32
@@ -74,3 +81,70 @@ def measure(torch, spec, device, log):
                         "per_step_s": per_step})
         log(f"host floor {mode}: {per_layer * 1e3:.3f} ms a layer, {per_step * 1e3:.2f} ms a step")
     return entries
+
+
+def in_processes(count, spec_args, device, log):
+    """`count` more floors, each measured by a process of its own (this file's command line) on
+    `device`; spec_args: the scenario or model arguments measure_layers.py was given. Each child
+    gets its own rendezvous port: the caller's FSDP2 process group may still hold the default."""
+    floors = []
+    for i in range(count):
+        out = f"/tmp/measure_host_floor-{os.getpid()}-{i}.json"
+        env = dict(os.environ, MASTER_PORT=str(29611 + i))
+        cmd = [sys.executable, os.path.abspath(__file__), *spec_args, "--device", device, "--out", out]
+        done = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for line in done.stdout.splitlines():
+            log(f"  [process {i + 2}] {line}")
+        if done.returncode != 0:
+            raise RuntimeError(f"process {i + 2} of the host floor failed (exit {done.returncode})")
+        with open(out) as f:
+            floors.append(json.load(f)["host_floor"])
+        os.remove(out)
+    return floors
+
+
+def measure_in_processes(torch, spec, device, log, processes, spec_args):
+    """measure() here and in processes - 1 more processes: per mode and depth the median
+    (host_floor_fit.median_over_processes); each process's entries are logged."""
+    floors = [measure(torch, spec, device, log)]
+    if processes > 1:
+        floors += in_processes(processes - 1, spec_args, f"cuda:{device.index}", log)
+        for i, entries in enumerate(floors):
+            log(f"host floor process {i + 1} of {processes}: {json.dumps(entries)}")
+        floors = [median_over_processes(floors)]
+        for e in floors[0]:
+            log(f"host floor {e['mode']}, median of {processes} processes: {e['per_layer_s'] * 1e3:.3f} ms a layer, "
+                f"{e['per_step_s'] * 1e3:.2f} ms a step")
+    return floors[0]
+
+
+def main():
+    p = argparse.ArgumentParser(description="one process's host floor (measure_layers.py --host-floor's part)")
+    p.add_argument("--scenario", help="dmuon scenario YAML (its model)")
+    p.add_argument("--model", help="dmuon model YAML (with --seq-len and --micro-batch)")
+    p.add_argument("--seq-len", type=int)
+    p.add_argument("--micro-batch", type=int)
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--out", required=True, help='JSON file to write: {"host_floor": [entries]}')
+    a = p.parse_args()
+    if not a.scenario and not a.model:
+        p.error("give --scenario FILE, or --model FILE --seq-len N --micro-batch N")
+    try:
+        spec = dmuon_model.resolve(a.scenario, a.model, a.seq_len, a.micro_batch)
+    except dmuon_model.ModelError as e:
+        sys.exit(f"measure_host_floor.py: {e}")
+    import torch
+    if not torch.cuda.is_available():
+        sys.exit("measure_host_floor.py: needs a CUDA GPU")
+    device = torch.device(a.device)
+    if device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    torch.cuda.set_device(device)
+    entries = measure(torch, spec, device, lambda m: print(m, flush=True))
+    with open(a.out, "w") as f:
+        json.dump({"host_floor": entries}, f, indent=1)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -314,11 +314,16 @@ def parse_args():
     p.add_argument("--skip-whole", action="store_true", help="not the whole model end to end (its part sums' reference)")
     p.add_argument("--host-floor", action="store_true",
                    help="also the host's floor per decoder layer, eager and FSDP2 (measure_host_floor.py)")
+    p.add_argument("--host-floor-processes", type=int, default=1,
+                   help="the host floor in this many processes, the median per depth (the host's pace "
+                        "differs from process to process)")
     a = p.parse_args()
     if not a.scenario and not a.model:
         p.error("give --scenario FILE, or --model FILE --seq-len N --micro-batch N")
     if a.reps < 1:
         p.error("--reps: must be >= 1")
+    if a.host_floor_processes < 1:
+        p.error("--host-floor-processes: must be >= 1")
     return a
 
 
@@ -352,7 +357,11 @@ def main():
     if a.host_floor:
         import measure_host_floor  # harness/tools/, beside this script
         try:
-            result["host_floor"] = measure_host_floor.measure(torch, spec, device, log)
+            spec_args = (["--scenario", a.scenario] if a.scenario else ["--model", a.model])
+            spec_args += [x for flag, v in (("--seq-len", a.seq_len), ("--micro-batch", a.micro_batch)) if v
+                          for x in (flag, str(v))]
+            result["host_floor"] = measure_host_floor.measure_in_processes(torch, spec, device, log,
+                                                                           a.host_floor_processes, spec_args)
         except Exception as e:  # the GPU timings above stand; the calibration says the floor is absent
             log(f"host floor FAILED ({type(e).__name__}: {e}): written without it")
     if not a.skip_whole:
