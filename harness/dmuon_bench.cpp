@@ -7,6 +7,8 @@
 //            built with kernels)
 //   calibrate  everything the simulator prices for a scenario, measured on this machine
 //            (harness/dmuon_bench_calibrate.*; where both of the above are built)
+//   refit-overhead  a one-GPU calibration's local step overhead re-derived from its probe's
+//            logged phase with the current fit (harness/dmuon_bench_refit.*; no GPU)
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -20,6 +22,7 @@
 #endif
 #ifdef DMUON_BENCH_HAVE_CALIBRATE
 #include "harness/dmuon_bench_calibrate.hpp"
+#include "harness/dmuon_bench_refit.hpp"
 #endif
 
 namespace {
@@ -35,6 +38,7 @@ int usage(std::ostream& out, int code) {
 #endif
 #ifdef DMUON_BENCH_HAVE_CALIBRATE
          "  calibrate measure everything the simulator prices for a scenario (calibration file)\n"
+         "  refit-overhead  re-derive a one-GPU calibration's local step overhead from its probe's phase\n"
 #endif
       ;
   return code;
@@ -57,6 +61,7 @@ int main(int argc, char** argv) {
 #endif
 #ifdef DMUON_BENCH_HAVE_CALIBRATE
   if (sub == "calibrate") return dmuon::bench::calibrate_command(argc - 1, argv + 1);
+  if (sub == "refit-overhead") return dmuon::bench::refit_overhead_command(argc - 1, argv + 1);
 #endif
   std::cerr << "dmuon-bench: unknown subcommand '" << sub << "'\n";
   return usage(std::cerr, 2);

@@ -235,17 +235,21 @@ std::vector<exec::CommSweepCurve> measure_collectives(const Args& a, const Scena
 
 // collective_step_overhead_us (several GPUs, per NCCL call) or local_collective_step_overhead_us
 // (one GPU, per launch) from the probe's phase and the curves just measured. A phase faster
-// than its curves' sum is recorded as 0 and said so.
+// than its curves' sum is recorded as 0 and said so. On one GPU the overhead is fitted as the
+// simulator applies it, each launch also waiting for the host's issue (local_step_overhead_seconds);
+// the plain spread over every launch is printed beside it.
 void set_collective_step_overhead(CalibrationTable& t, const StepPlan& sp, const bench::StepLaunchProbe& probe, int world) {
   const CostModel measured(device_profile(t.gpu, "--profile"), t);
   const CurvePricedCollectives priced = curve_priced_collectives(sp.plan, 0, measured);
   const bool local = world == 1;
-  const double overhead = collective_step_overhead_seconds(probe.comm_phase_seconds, priced, local);
+  const double spread = collective_step_overhead_seconds(probe.comm_phase_seconds, priced, local);
+  const double overhead = local ? local_step_overhead_seconds(probe.comm_phase_seconds, priced, probe.issue_seconds) : spread;
   std::cerr << "  " << (local ? "local " : "") << "collective step overhead: " << overhead * 1e6 << " us a "
             << (local ? "launch" : "call") << " (phase " << probe.comm_phase_seconds * 1e3 << " ms, "
             << (local ? priced.launches : priced.calls) << (local ? " launches" : " calls") << " whose curves sum to "
-            << priced.seconds * 1e3 << " ms)" << (overhead < 0 ? "; faster than the curves: recorded as 0" : "")
-            << std::endl;
+            << priced.seconds * 1e3 << " ms";
+  if (local) std::cerr << ", each issued " << probe.issue_seconds * 1e6 << " us after the last; spread evenly: " << spread * 1e6 << " us";
+  std::cerr << ")" << (spread < 0 ? "; faster than the curves: recorded as 0" : "") << std::endl;
   (local ? t.local_collective_step_overhead_us : t.collective_step_overhead_us) = std::max(0.0, overhead) * 1e6;
 }
 

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "catch_compat.hpp"
+#include "core/cost/device_profile.hpp"
+#include "core/cost/step_overhead.hpp"
 #include "core/io/scenario.hpp"
 #include "core/plan/step_planner.hpp"
 #include "sim/measured_collectives.hpp"
@@ -209,4 +211,39 @@ TEST_CASE("steps back to back keep each step's fused-list host time on the host 
   for (std::size_t i = 0; i < n; ++i) {
     CHECK(ops[n + i].issued_s - ops[i].issued_s == Approx(7e-6 * double(launches) + host).epsilon(1e-9));
   }
+}
+
+TEST_CASE("the one-GPU step overhead the calibration fits is the one the simulator reproduces its phase with",
+          "[sim][host-issue][calibration]") {
+  // One GPU as on the H100 leases: in-place all-gathers launch nothing (0.5 us), reduce-scatters
+  // a kernel (4 us + 0.8 ns a byte); the host enqueues a launch every 4.5 us.
+  const Scenario s = small_scenario(1);
+  const double issue_s = 4.5e-6;
+  CalibrationTable t = table(issue_s * 1e6);
+  t.collectives = {CollectiveCurve{OpKind::all_gather, 1, 1, SizeCurve{{{4096, 5e-7}, {1073741824, 5e-7}}}},
+                   CollectiveCurve{OpKind::reduce_scatter, 1, 1,
+                                   SizeCurve{{{4096, 4e-6 + 4096 * 8e-10}, {1073741824, 4e-6 + 1073741824 * 8e-10}}}}};
+  const Routing routing = route_parameters(s.model, s.routing);
+  const Plan plan = plan_step(s.model, routing, s.optimizer, Strategy::adamw, mesh_for_cluster(s.cluster),
+                              CostModel(device_profile("h100-sxm"))).plan;
+  const CurvePricedCollectives priced = curve_priced_collectives(plan, 0, CostModel(device_profile("h100-sxm"), t));
+  REQUIRE(priced.launch_seconds.size() == static_cast<std::size_t>(priced.launches));
+  // The phase a probe would measure if each launch took 2.5 us beyond its curve.
+  const double measured = host_paced_phase_seconds(priced.launch_seconds, issue_s, 2.5e-6);
+  const double fitted = local_step_overhead_seconds(measured, priced, issue_s);
+  CHECK(fitted == Approx(2.5e-6).epsilon(1e-9));
+  const auto simulated_phase = [&](double overhead_s) {
+    CalibrationTable with = t;
+    with.local_collective_step_overhead_us = overhead_s * 1e6;
+    sim::RunOptions options;
+    options.check_memory = false;
+    options.program.plan_as_is = true;  // as --validate runs the benchmark's Plan
+    return sim::run_strategy(s, Strategy::adamw, CostModel(device_profile("h100-sxm"), with), options).fwd_bwd_s;
+  };
+  CHECK(simulated_phase(fitted) == Approx(measured).epsilon(1e-9));
+  // Spread evenly over the launches, the in-place all-gathers' host wait is charged twice: the
+  // simulator then over-prices the very phase it was fitted on.
+  const double spread = collective_step_overhead_seconds(measured, priced, true);
+  CHECK(spread > 1.2 * fitted);
+  CHECK(simulated_phase(spread) > 1.002 * measured);
 }

@@ -68,7 +68,7 @@ TEST_CASE("an adamw Plan's collectives: one all-gather and one reduce-scatter a 
     CHECK(collective_step_overhead_seconds(measured, priced) == Approx(6.5e-6).epsilon(1e-9));
     CHECK(collective_step_overhead_seconds(0.5 * priced.seconds, priced) < 0);  // faster than the curves: negative
     // Per launch (the one-GPU key): the same spread over the Plan's collectives.
-    const CurvePricedCollectives fewer{priced.seconds, priced.calls, priced.calls / 2};
+    const CurvePricedCollectives fewer{priced.seconds, priced.calls, priced.calls / 2, {}};
     CHECK(collective_step_overhead_seconds(measured, fewer, true) == Approx(2 * 6.5e-6).epsilon(1e-9));
   }
 }
@@ -83,9 +83,33 @@ TEST_CASE("collective step overhead refuses what it cannot price", "[cost][calib
                           table({linear(OpKind::all_gather, 1, 1e-11), linear(OpKind::reduce_scatter, 1, 1e-11)}));
   CHECK_THROWS_WITH(curve_priced_collectives(sp.plan, 0, one_gpu), Catch::Contains("no all_gather curve over 2 GPUs"));
   CHECK_THROWS_WITH(curve_priced_collectives(sp.plan, 2, no_rs), Catch::Contains("rank 2 is not a rank of the Plan (2 ranks)"));
-  const CurvePricedCollectives priced{0.01, 10};
+  const CurvePricedCollectives priced{0.01, 10, 0, {}};
   CHECK_THROWS_WITH(collective_step_overhead_seconds(0, priced), Catch::Contains("positive finite time"));
   CHECK_THROWS_WITH(collective_step_overhead_seconds(std::nan(""), priced), Catch::Contains("positive finite time"));
   CHECK_THROWS_WITH(collective_step_overhead_seconds(0.02, CurvePricedCollectives{}),
                     Catch::Contains("no forward/backward collective"));
+}
+
+TEST_CASE("a host-paced one-GPU phase, and the overhead fitted through it", "[cost][calibration]") {
+  const double us = 1e-6;
+  // Launches enqueued every 4 us: an all-gather of 0.5 us, a reduce-scatter of 5 us, twice; each
+  // 1 us more in the step. 1st: enqueued at 4, ends 5.5; 2nd: 8 -> 14; 3rd: waits for the GPU,
+  // 14 -> 15.5; 4th: 16 -> 22.
+  const std::vector<double> launches{0.5 * us, 5 * us, 0.5 * us, 5 * us};
+  CHECK(host_paced_phase_seconds(launches, 4 * us, 1 * us) == Approx(22 * us).epsilon(1e-12));
+  CHECK(host_paced_phase_seconds({}, 4 * us, 1 * us) == 0);
+  CHECK(host_paced_phase_seconds(launches, 0, 0) == Approx(11 * us).epsilon(1e-12));  // no host: the GPU's sum
+  const CurvePricedCollectives priced{11 * us, 4, 4, launches};
+  CHECK(local_step_overhead_seconds(22 * us, priced, 4 * us) == Approx(1 * us).epsilon(1e-9));
+  // Spread over every launch the same phase reads 2.75 us: the host's pace counted as GPU time.
+  CHECK(collective_step_overhead_seconds(22 * us, priced, true) == Approx(2.75 * us).epsilon(1e-9));
+  // GPU-bound throughout (no host cost): the even spread.
+  CHECK(local_step_overhead_seconds(15 * us, priced, 0) == Approx(1 * us).epsilon(1e-9));
+  // Host-bound or faster than the curves: nothing to add.
+  CHECK(local_step_overhead_seconds(16.5 * us, CurvePricedCollectives{2 * us, 4, 4, {0.5 * us, 0.5 * us, 0.5 * us, 0.5 * us}},
+                                    4 * us) == 0);
+  CHECK(local_step_overhead_seconds(5 * us, priced, 0) == 0);
+  CHECK_THROWS_WITH(local_step_overhead_seconds(22 * us, priced, -1 * us), Catch::Contains("issue cost must be"));
+  CHECK_THROWS_WITH(local_step_overhead_seconds(0, priced, 4 * us), Catch::Contains("positive finite time"));
+  CHECK_THROWS_WITH(host_paced_phase_seconds({-1 * us}, 4 * us, 0), Catch::Contains("launch 0 has negative seconds"));
 }

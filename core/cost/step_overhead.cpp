@@ -32,6 +32,11 @@ CurvePricedCollectives curve_priced_collectives(const Plan& plan, int rank, cons
     out.seconds += *seconds;
     out.calls += nccl_calls(op);
     out.launches += 1;
+    double launch = *seconds;
+    if (ranks == 1 && nccl_calls(op) > 1) {
+      launch += (nccl_calls(op) - 1) * cost.collective_cheapest_call_seconds(kind, 1, 1).value_or(0.0);
+    }
+    out.launch_seconds.push_back(launch);
   }
   return out;
 }
@@ -43,6 +48,36 @@ double collective_step_overhead_seconds(double measured_seconds, const CurvePric
   }
   if (priced.calls < 1) throw Error("collective step overhead: the Plan has no forward/backward collective to measure");
   return (measured_seconds - priced.seconds) / (per_launch ? priced.launches : priced.calls);
+}
+
+double host_paced_phase_seconds(const std::vector<double>& launch_seconds, double issue_s, double overhead_s) {
+  if (!(issue_s >= 0) || !(overhead_s >= 0)) {
+    throw Error("host-paced phase: issue and overhead seconds must be >= 0, got " + std::to_string(issue_s) + " and " +
+                std::to_string(overhead_s));
+  }
+  double end = 0;
+  for (std::size_t i = 0; i < launch_seconds.size(); ++i) {
+    if (!(launch_seconds[i] >= 0)) throw Error("host-paced phase: launch " + std::to_string(i) + " has negative seconds");
+    end = std::max(end, issue_s * double(i + 1)) + launch_seconds[i] + overhead_s;
+  }
+  return end;
+}
+
+double local_step_overhead_seconds(double measured_seconds, const CurvePricedCollectives& priced, double issue_s) {
+  collective_step_overhead_seconds(measured_seconds, priced, true);  // the same refusals
+  if (!(issue_s >= 0) || !std::isfinite(issue_s)) {
+    throw Error("local collective step overhead: the issue cost must be a finite number >= 0 s, got " +
+                std::to_string(issue_s));
+  }
+  const auto phase = [&](double o) { return host_paced_phase_seconds(priced.launch_seconds, issue_s, o); };
+  if (phase(0) >= measured_seconds) return 0;
+  // At o = measured / launches the launches alone take the measured phase: the root is below.
+  double lo = 0, hi = measured_seconds / double(priced.launch_seconds.size());
+  for (int i = 0; i < 200 && hi - lo > 1e-15; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (phase(mid) < measured_seconds ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
 }
 
 }  // namespace dmuon

@@ -6,6 +6,8 @@
 // calibrate` measures the difference once, on the calibration scenario's adamw Plan, as GPU
 // seconds per NCCL call; the simulator adds it to every collective it prices from a curve.
 #pragma once
+#include <vector>
+
 #include "core/cost/calibration.hpp"
 #include "core/plan/plan.hpp"
 
@@ -18,6 +20,10 @@ struct CurvePricedCollectives {
   double seconds = 0;  // sum of the curve times
   int calls = 0;       // NCCL calls (a broadcast, reduce or all-reduce: one per region)
   int launches = 0;    // Plan collectives (each one launch of the executor)
+  // Each Plan collective's price in the rank's order, as the simulator prices a one-GPU one
+  // (sim/measured_collectives.cpp): its curve, plus the cheapest call of its kind for each call
+  // past the first where it has several and runs on one GPU.
+  std::vector<double> launch_seconds;
 };
 
 // Throws dmuon::Error naming the rank and op when a collective has no curve (its kind or
@@ -32,5 +38,21 @@ CurvePricedCollectives curve_priced_collectives(const Plan& plan, int rank, cons
 // positive finite number.
 double collective_step_overhead_seconds(double measured_seconds, const CurvePricedCollectives& priced,
                                         bool per_launch = false);
+
+// One GPU's forward/backward phase as the simulator runs it under the host issue model
+// (sim/op_list.cpp assign_issue_times, sim/runner_collectives.cpp): launch i is enqueued at
+// issue_s x (i + 1), starts when enqueued and the one before it has ended, and takes its
+// launch_seconds + overhead_s. Returns the last end. Throws dmuon::Error on negative inputs.
+double host_paced_phase_seconds(const std::vector<double>& launch_seconds, double issue_s, double overhead_s);
+
+// local_collective_step_overhead_us as the simulator applies it: the overhead o >= 0 a launch
+// for which host_paced_phase_seconds(priced.launch_seconds, issue_s, o) is the measured phase
+// (bisection; the phase grows with o). Spreading (measured - curves) over every launch instead,
+// as collective_step_overhead_seconds(per_launch) does, charges the launches the host paces
+// (in-place all-gathers: nothing on the GPU) a second time: the simulator already waits issue_s
+// for each. 0 when the phase at o = 0 already takes the measured time or longer (host-bound, or
+// faster than the curves). Throws dmuon::Error like collective_step_overhead_seconds, and for
+// issue_s < 0.
+double local_step_overhead_seconds(double measured_seconds, const CurvePricedCollectives& priced, double issue_s);
 
 }  // namespace dmuon

@@ -16,6 +16,9 @@ roofline and flat MFU the simulator used before), and writes
   - with --parity PREFIX, PREFIX-calibrated.json and PREFIX-datasheet.json: the rows of models
     outside the calibration in `dmuon-sim --validate --json`'s row format, for
     `harness/tools/plot.py parity`.
+EARLIER_LEASES adds earlier leases of a machine, each calibration against the steps of its own
+lease: their rows go to "earlier_lease_rows" and per lease to the summary's "earlier_leases", and
+their tables follow the machine's; the headline figures stay the current files'.
 A report whose command forced an NS kernel (`--ns-impl X`) keeps its adamw and collective rows;
 its Muon optimizer rows are listed under "Rows not compared" with the reason, not counted.
 
@@ -39,6 +42,18 @@ MACHINES = {
     "2xh100": ("scenarios/calibration/h100-sxm-x2.yaml", "scenarios/validation/qwen2.5-3b-dmuon-2xh100.yaml"),
 }
 CALIBRATION_MODEL = "qwen2.5-3b"
+# Earlier leases of a machine, each its own calibration against its own steps (the same code):
+# label -> (folder of its step-*.json, its calibration, the scenario it was measured on, machine).
+# Not in the summary's headline figures, which are the current files'; in "earlier_leases", so
+# that the spread from one lease of the same machine to the next stays in view.
+EARLIER_LEASES = {
+    "1xh100 2026-11-26 23:43": ("reports/measured/1xh100/lease-2026-11-26-2343/steps",
+                                "reports/measured/1xh100/lease-2026-11-26-2343/calibrate/h100-sxm.yaml",
+                                "scenarios/validation/qwen2.5-3b-dmuon-1xh100.yaml", "1xh100"),
+    "1xh100 2026-11-27 12:48": ("reports/measured/1xh100/lease-2026-11-27-1248/steps",
+                                "reports/measured/1xh100/lease-2026-11-27-1248/calibrate/h100-sxm.yaml",
+                                "scenarios/validation/qwen2.5-3b-dmuon-1xh100.yaml", "1xh100"),
+}
 
 
 def run_validate(sim, measured, scenario, calibration):
@@ -100,13 +115,19 @@ def main():
     p.add_argument("--parity", help="also write PREFIX-calibrated.json and PREFIX-datasheet.json")
     a = p.parse_args()
     everything, md, memory, memory_md, excluded, not_compared = [], [], [], [], [], []
-    for machine, (calibration, calibration_scenario) in MACHINES.items():
+    earlier = []  # rows of EARLIER_LEASES
+    sources = [(machine, f"reports/measured/{machine}", "*.json", calibration, scenario, None)
+               for machine, (calibration, scenario) in MACHINES.items()]
+    sources += [(machine, folder, "step-*.json", calibration, scenario, label)
+                for label, (folder, calibration, scenario, machine) in EARLIER_LEASES.items()]
+    for machine, folder, pattern, calibration, calibration_scenario, lease in sources:
         # Chrome traces sit beside the reports they belong to; they are not measurements to compare.
-        files = sorted(f for f in glob.glob(f"reports/measured/{machine}/*.json")
+        files = sorted(f for f in glob.glob(f"{folder}/{pattern}")
                        if not f.endswith("-trace.json") and not is_standin(f))
         if not files:
             continue
-        md += [f"### {machine} (calibration `{calibration}`, measured on `{calibration_scenario}`)", "",
+        heading = f"earlier lease {lease}" if lease else machine
+        md += [f"### {heading} (calibration `{calibration}`, measured on `{calibration_scenario}`)", "",
                "| configuration | strategy | quantity | measured ms | datasheet ms | error | calibrated ms | error | in calibration |",
                "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
         for f in files:
@@ -122,7 +143,7 @@ def main():
                 command = json.load(report).get("command", "")
             bench_calibrated = "--calibration" in command
             forced = forced_ns_impl(command)
-            for s, q, pb, mb in memory_rows_of(calibrated if bench_calibrated else datasheet):
+            for s, q, pb, mb in ([] if lease else memory_rows_of(calibrated if bench_calibrated else datasheet)):
                 memory.append({"machine": machine, "configuration": config, "measured_file": f, "strategy": s,
                                "quantity": q, "measured_bytes": mb, "predicted_bytes": pb, "error": pb / mb - 1,
                                "planned_with": calibration if bench_calibrated else "datasheet"})
@@ -135,10 +156,14 @@ def main():
                                          "quantity": q, "measured_seconds": m, "calibrated_seconds": pa, "why": why})
                     excluded.append(f"| {machine} | {config} | {s} | {q} | {m * 1e3:.2f} | {pa * 1e3:.2f} | `{why}` |")
                     continue
-                everything.append({"machine": machine, "configuration": config, "measured_file": f, "strategy": s,
-                                   "quantity": q, "measured_seconds": m, "datasheet_seconds": pb,
-                                   "datasheet_error": eb, "calibrated_seconds": pa, "calibrated_error": ea,
-                                   "calibration": calibration, "model_in_calibration": seen})
+                row = {"machine": machine, "configuration": config, "measured_file": f, "strategy": s,
+                       "quantity": q, "measured_seconds": m, "datasheet_seconds": pb,
+                       "datasheet_error": eb, "calibrated_seconds": pa, "calibrated_error": ea,
+                       "calibration": calibration, "model_in_calibration": seen}
+                if lease:
+                    earlier.append(dict(row, lease=lease))
+                else:
+                    everything.append(row)
                 md.append(f"| {config} | {s} | {q} | {m * 1e3:.2f} | {pb * 1e3:.2f} | {eb * 100:+.1f}% | "
                           f"{pa * 1e3:.2f} | {ea * 100:+.1f}% | {'yes' if seen else 'no'} |")
         md.append("")
@@ -165,10 +190,18 @@ def main():
         "memory_rows": len(memory),
         "memory_within_10pct": sum(abs(r["error"]) <= 0.10 for r in memory),
         "memory_max_abs_error": max((abs(r["error"]) for r in memory), default=0),
+        "earlier_leases": {},
     }
+    for label in EARLIER_LEASES:
+        rows = [r for r in earlier if r["lease"] == label and not r["model_in_calibration"]]
+        summary["earlier_leases"][label] = {
+            "unseen_rows": len(rows),
+            "unseen_within_10pct_calibrated": sum(abs(r["calibrated_error"]) <= 0.10 for r in rows),
+            "unseen_max_abs_error_calibrated": max((abs(r["calibrated_error"]) for r in rows), default=0),
+        }
     with open(a.json, "w") as f:
         json.dump({"tool": "harness/tools/leave_one_out.py", "summary": summary, "rows": everything,
-                   "memory_rows": memory, "not_compared": not_compared}, f, indent=1)
+                   "memory_rows": memory, "not_compared": not_compared, "earlier_lease_rows": earlier}, f, indent=1)
         f.write("\n")
     with open(a.markdown, "w") as f:
         f.write("\n".join(md + memory_md) + "\n")
