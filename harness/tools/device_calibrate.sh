@@ -5,7 +5,9 @@
 #   DMUON_COMMIT=<commit> bash harness/tools/device_calibrate.sh SCENARIO NAME
 # writes $OUT/NAME.yaml (the calibration; commit it as scenarios/calibration/NAME.yaml),
 # $OUT/layers.json, $OUT/calibrate.txt (the nccl-tests tables and the summary), $OUT/run.log, and on
-# several GPUs $OUT/floor-{full,half}.json (the FSDP2 host floor's two runs).
+# several GPUs $OUT/floor-{full,half}.json (the FSDP2 host floor's two depths, each the median of
+# FLOOR_PROCESSES runs, whose own reports are floor-{full,half}-p<N>.json). With FLOOR_PROCESSES=3
+# on two GPUs the call runs longer (four more floor runs of ~25 s): leave the steps to a second call.
 # The GPU machine's copy of the tree has no .git: pass the commit in DMUON_COMMIT (else
 # "unknown"). DMUON_CALIBRATE_ARGS adds options (e.g. "--ns-grid small"). DMUON_CALIBRATE_STAGE:
 # calibrate (default: build, layers, calibrate), tests (build, then the calibrate CLI and GPU
@@ -61,9 +63,25 @@ if [ ${#LAYERS[@]} -gt 0 ] && [ "$NGPU" -ge 2 ]; then
     PYTHONUNBUFFERED=1 timeout 150 torchrun --standalone --nproc_per_node "$NGPU" harness/tools/fsdp2_step.py \
       --scenario "$SCENARIO" --seq-len 32 --micro-batch 1 --mode fsdp2 "${@:1:$#-1}" --out "$out" >> "$LOG" 2>&1
   }
-  if floor_run $OUT/floor-full.json &&
-     HALF=$(python3 -c "import json; print(max(1, json.load(open('$OUT/floor-full.json'))['num_layers'] // 2))") &&
-     floor_run --num-layers "$HALF" $OUT/floor-half.json &&
+  # Each depth in FLOOR_PROCESSES processes, in rounds (full, half, full, half, ...), the median
+  # of each depth's runs (median_of_processes.py): one run a depth read 147 and 334 ms on one lease
+  # and 128-165 ms for the same 18 layers in two processes of another (reports/sim-validation.md).
+  floor_depth() {  # NAME DEPTH-ARGS...: floor-NAME-p1..pN.json -> floor-NAME.json
+    local name=$1 runs=()
+    shift
+    for ((p = 1; p <= ${FLOOR_PROCESSES:-3}; ++p)); do runs+=($OUT/floor-$name-p$p.json); done
+    if [ ${#runs[@]} -eq 1 ]; then cp "${runs[0]}" $OUT/floor-$name.json
+    else python3 harness/tools/median_of_processes.py $OUT/floor-$name.json "${runs[@]}" >> "$LOG" 2>&1; fi
+  }
+  floor_rounds() {
+    for ((p = 1; p <= ${FLOOR_PROCESSES:-3}; ++p)); do
+      floor_run $OUT/floor-full-p$p.json || return 1
+      HALF=$(python3 -c "import json; print(max(1, json.load(open('$OUT/floor-full-p1.json'))['num_layers'] // 2))") &&
+        floor_run --num-layers "$HALF" $OUT/floor-half-p$p.json || return 1
+    done
+    floor_depth full && floor_depth half
+  }
+  if floor_rounds &&
      python3 harness/tools/world_host_floor.py $OUT/floor-half.json $OUT/floor-full.json --merge-into $OUT/layers.json >> "$LOG" 2>&1; then
     say "FSDP2 host floor on $NGPU GPUs merged into layers.json"
   else

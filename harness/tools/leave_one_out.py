@@ -50,8 +50,8 @@ EARLIER_LEASES = {
     "1xh100 2026-11-26 23:43": ("reports/measured/1xh100/lease-2026-11-26-2343/steps",
                                 "reports/measured/1xh100/lease-2026-11-26-2343/calibrate/h100-sxm.yaml",
                                 "scenarios/validation/qwen2.5-3b-dmuon-1xh100.yaml", "1xh100"),
-    "1xh100 2026-11-27 12:48": ("reports/measured/1xh100/lease-2026-11-27-1248/steps",
-                                "reports/measured/1xh100/lease-2026-11-27-1248/calibrate/h100-sxm.yaml",
+    "1xh100 2026-11-27 12:46": ("reports/measured/1xh100/lease-2026-11-27-1246/steps",
+                                "reports/measured/1xh100/lease-2026-11-27-1246/calibrate/h100-sxm.yaml",
                                 "scenarios/validation/qwen2.5-3b-dmuon-1xh100.yaml", "1xh100"),
 }
 
