@@ -6,7 +6,10 @@
 # Run from the repository root on the GPU machine with $OUT set and .boost-po carried:
 #   DMUON_COMMIT=<commit> EXPECT_GPU=H100 bash harness/tools/device_loo_lease.sh NAME CAL-SCENARIO STEP-SCENARIO...
 # EXPECT_GPU (a substring of nvidia-smi's GPU name) stops the call before it builds anything when
-# another GPU came. Everything comes back as $OUT/NAME.yaml, $OUT/NAME-ns-tune.json and
+# another GPU came. FLOOR_PROCESSES (device_calibrate.sh, default 3) and PROCESSES
+# (device_validate.sh, default 1; the 2026-11-27 leases used 3) pass through; with both at 3 the
+# call can pass the device's 10 minutes: then run device_calibrate.sh and device_validate.sh steps
+# as two calls on the warm machine, as reports/sim-validation.md section 0 (stop 40) did. Everything comes back as $OUT/NAME.yaml, $OUT/NAME-ns-tune.json and
 # $OUT/lease.tgz (calibrate/ with the calibration's logs, steps/ with the step reports): the device
 # tool returns at most 8 files.
 set -o pipefail
