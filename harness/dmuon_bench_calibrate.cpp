@@ -234,8 +234,8 @@ std::vector<exec::CommSweepCurve> measure_collectives(const Args& a, const Scena
 }
 
 // collective_step_overhead_us (several GPUs, per NCCL call) or local_collective_step_overhead_us
-// (one GPU, per launch) from the probe's phase and the curves just measured. A phase faster
-// than its curves' sum is recorded as 0 and said so. On one GPU the overhead is fitted as the
+// (one GPU, per launch) from the probe's phase and the curves just measured. A phase its curves
+// (and, on one GPU, the host's issue) already fill is recorded as 0 and said so. On one GPU the overhead is fitted as the
 // simulator applies it, each launch also waiting for the host's issue (local_step_overhead_seconds);
 // the plain spread over every launch is printed beside it.
 void set_collective_step_overhead(CalibrationTable& t, const StepPlan& sp, const bench::StepLaunchProbe& probe, int world) {
@@ -249,7 +249,8 @@ void set_collective_step_overhead(CalibrationTable& t, const StepPlan& sp, const
             << (local ? priced.launches : priced.calls) << (local ? " launches" : " calls") << " whose curves sum to "
             << priced.seconds * 1e3 << " ms";
   if (local) std::cerr << ", each issued " << probe.issue_seconds * 1e6 << " us after the last; spread evenly: " << spread * 1e6 << " us";
-  std::cerr << ")" << (spread < 0 ? "; faster than the curves: recorded as 0" : "") << std::endl;
+  std::cerr << ")" << (overhead <= 0 ? "; nothing left beyond the curves (and the host's issue): recorded as 0" : "")
+            << std::endl;
   (local ? t.local_collective_step_overhead_us : t.collective_step_overhead_us) = std::max(0.0, overhead) * 1e6;
 }
 

@@ -81,14 +81,21 @@ class HostFloorFit(unittest.TestCase):
         # One process alone is returned refitted, its times unchanged.
         self.assertEqual(m([[e("eager", line)]])[0]["fwd_bwd_s"], line)
 
-    def test_median_over_processes_keeps_only_modes_every_process_measured_alike(self):
+    def test_median_over_processes_takes_each_mode_from_the_processes_that_measured_it(self):
         m = host_floor_fit.median_over_processes
         e = self.entry
         line = [0.005, 0.013, 0.025]
-        # FSDP2 missing in one process (its torch.distributed failed there): eager alone.
-        self.assertEqual([x["mode"] for x in m([[e("eager", line), e("fsdp2", line)], [e("eager", line)]])], ["eager"])
-        # Other depths in one process: not the same measurement.
-        self.assertEqual(m([[e("eager", line)], [e("eager", line[:2], layers=(2, 6))]]), [])
+        # FSDP2 missing in two processes (torch.distributed failed there): its floor is the third's,
+        # eager the median of all three.
+        out = m([[e("eager", line), e("fsdp2", [2 * t for t in line])], [e("eager", [1.2 * t for t in line])],
+                 [e("eager", [0.5 * t for t in line])]])
+        self.assertEqual([x["mode"] for x in out], ["eager", "fsdp2"])
+        self.assertEqual(out[0]["fwd_bwd_s"], line)
+        self.assertAlmostEqual(out[1]["per_layer_s"], 0.004, places=12)
+        # A process measured at other depths is left out of that mode, not mixed in.
+        out = m([[e("eager", line)], [e("eager", [9.0, 9.0], layers=(2, 6))], [e("eager", line)]])
+        self.assertEqual(out[0]["fwd_bwd_s"], line)
+        self.assertEqual(out[0]["layers"], [2, 6, 12])
         # A slope that is not positive is no floor.
         self.assertEqual(m([[e("eager", [0.02, 0.02, 0.019])], [e("eager", [0.02, 0.02, 0.019])]]), [])
         with self.assertRaises(ValueError):

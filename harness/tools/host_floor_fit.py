@@ -24,21 +24,26 @@ def least_squares(runs):
 
 def median_over_processes(processes):
     """One host_floor list from the lists several processes measured (measure_host_floor.py's
-    entries, the same depths per mode): per mode and depth the median of the processes' times,
-    the line fitted through those medians. A process's host runs at its own pace (by 10-20% on
-    the GPU machines, reports/sim-validation.md section 0, stop 40), which one process's repeats
-    cannot average out. A mode is kept where every process measured it at the same depths and
-    the fitted slope is positive; the first process's entry gives the other fields."""
+    entries): per mode and depth the median of the processes' times, the line fitted through those
+    medians. A process's host runs at its own pace (by 10-20% on the GPU machines,
+    reports/sim-validation.md section 0, stop 40), which one process's repeats cannot average out.
+    A mode takes the processes that measured it at the depths of the first that did (a process
+    whose FSDP2 could not start still counts for eager); it is kept where the fitted slope is
+    positive. That first entry gives the other fields."""
     if not processes:
         raise ValueError("no process measured a host floor")
-    out = []
-    for entry in processes[0]:
-        same = [e for p in processes for e in p if e["mode"] == entry["mode"]]
-        if len(same) != len(processes) or any(e["layers"] != entry["layers"] for e in same):
-            continue
-        times = [statistics.median(e["fwd_bwd_s"][i] for e in same) for i in range(len(entry["layers"]))]
-        per_layer, per_step = least_squares(list(zip(entry["layers"], times)))
+    out, modes = [], []
+    for p in processes:
+        for e in p:
+            if e["mode"] not in modes:
+                modes.append(e["mode"])
+    for mode in modes:
+        same = [e for p in processes for e in p if e["mode"] == mode]
+        first = same[0]
+        same = [e for e in same if e["layers"] == first["layers"]]
+        times = [statistics.median(e["fwd_bwd_s"][i] for e in same) for i in range(len(first["layers"]))]
+        per_layer, per_step = least_squares(list(zip(first["layers"], times)))
         if per_layer <= 0:
             continue
-        out.append(dict(entry, fwd_bwd_s=times, per_layer_s=per_layer, per_step_s=per_step))
+        out.append(dict(first, fwd_bwd_s=times, per_layer_s=per_layer, per_step_s=per_step))
     return out

@@ -30,6 +30,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 
 import fsdp2_step  # harness/tools/, beside this module
 from host_floor_fit import floor_depths, least_squares, median_over_processes  # harness/tools/, beside this module
@@ -86,34 +87,41 @@ def measure(torch, spec, device, log):
 def in_processes(count, spec_args, device, log):
     """`count` more floors, each measured by a process of its own (this file's command line) on
     `device`; spec_args: the scenario or model arguments measure_layers.py was given. Each child
-    gets its own rendezvous port: the caller's FSDP2 process group may still hold the default."""
+    gets its own rendezvous port: the caller's FSDP2 process group may still hold the default. A
+    process that fails is logged and left out; the others' floors are returned."""
     floors = []
     for i in range(count):
-        out = f"/tmp/measure_host_floor-{os.getpid()}-{i}.json"
+        fd, out = tempfile.mkstemp(prefix="measure_host_floor-", suffix=".json")
+        os.close(fd)
         env = dict(os.environ, MASTER_PORT=str(29611 + i))
         cmd = [sys.executable, os.path.abspath(__file__), *spec_args, "--device", device, "--out", out]
         done = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for line in done.stdout.splitlines():
             log(f"  [process {i + 2}] {line}")
-        if done.returncode != 0:
-            raise RuntimeError(f"process {i + 2} of the host floor failed (exit {done.returncode})")
-        with open(out) as f:
-            floors.append(json.load(f)["host_floor"])
-        os.remove(out)
+        try:
+            if done.returncode != 0:
+                raise RuntimeError(f"exit {done.returncode}")
+            with open(out) as f:
+                floors.append(json.load(f)["host_floor"])
+        except (RuntimeError, OSError, ValueError, KeyError) as e:
+            log(f"host floor process {i + 2} failed ({type(e).__name__}: {e}): left out of the median")
+        finally:
+            os.remove(out)
     return floors
 
 
 def measure_in_processes(torch, spec, device, log, processes, spec_args):
-    """measure() here and in processes - 1 more processes: per mode and depth the median
-    (host_floor_fit.median_over_processes); each process's entries are logged."""
+    """measure() here and in processes - 1 more processes: per mode and depth the median over the
+    processes that measured it (host_floor_fit.median_over_processes); each process's entries are
+    logged."""
     floors = [measure(torch, spec, device, log)]
     if processes > 1:
         floors += in_processes(processes - 1, spec_args, f"cuda:{device.index}", log)
         for i, entries in enumerate(floors):
-            log(f"host floor process {i + 1} of {processes}: {json.dumps(entries)}")
+            log(f"host floor process {i + 1} of {len(floors)}: {json.dumps(entries)}")
         floors = [median_over_processes(floors)]
         for e in floors[0]:
-            log(f"host floor {e['mode']}, median of {processes} processes: {e['per_layer_s'] * 1e3:.3f} ms a layer, "
+            log(f"host floor {e['mode']}, median over processes: {e['per_layer_s'] * 1e3:.3f} ms a layer, "
                 f"{e['per_step_s'] * 1e3:.2f} ms a step")
     return floors[0]
 
