@@ -15,12 +15,12 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "harness", "tools"))
 import median_of_processes as mop  # noqa: E402
+from tool_test_support import TempDirCase  # noqa: E402 (tests/, beside this file)
 
 SIM = sys.argv[1] if len(sys.argv) > 1 else None
 # A committed step report (1 x H100, qwen2-0.5b): the merged report must stay one --validate reads.
@@ -42,17 +42,7 @@ def fsdp2_report(fwd_bwd, peak, per_iteration):
             "versions": {"torch": "2.11"}, "per_iteration_seconds": per_iteration, "date": "d", "command": "c"}
 
 
-class MedianOfProcesses(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.addCleanup(self.tmp.cleanup)
-
-    def write(self, name, obj):
-        path = os.path.join(self.tmp.name, name)
-        with open(path, "w") as f:
-            json.dump(obj, f)
-        return path
-
+class MedianOfProcesses(TempDirCase):
     def merged(self, *reports):
         files = [self.write(f"r{i}.json", r) for i, r in enumerate(reports)]
         out = os.path.join(self.tmp.name, "out.json")

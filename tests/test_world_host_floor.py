@@ -12,12 +12,12 @@ Files are written in the test's own temporary directory.
 import json
 import os
 import sys
-import tempfile
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "harness", "tools"))
 import world_host_floor as whf  # noqa: E402
+from tool_test_support import TempDirCase  # noqa: E402 (tests/, beside this file)
 
 
 def run(layers, seconds, **over):
@@ -27,17 +27,7 @@ def run(layers, seconds, **over):
     return r
 
 
-class WorldHostFloor(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.addCleanup(self.tmp.cleanup)
-
-    def write(self, name, obj):
-        path = os.path.join(self.tmp.name, name)
-        with open(path, "w") as f:
-            json.dump(obj, f)
-        return path
-
+class WorldHostFloor(TempDirCase):
     def test_slope_intercept_and_merge(self):
         half = self.write("half.json", run(18, 0.150))
         full = self.write("full.json", run(36, 0.285))

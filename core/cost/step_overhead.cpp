@@ -41,12 +41,21 @@ CurvePricedCollectives curve_priced_collectives(const Plan& plan, int rank, cons
   return out;
 }
 
-double collective_step_overhead_seconds(double measured_seconds, const CurvePricedCollectives& priced, bool per_launch) {
+namespace {
+
+// What every fit of an overhead needs: a measured phase and collectives to spread it over.
+void require_phase(double measured_seconds, const CurvePricedCollectives& priced) {
   if (!(measured_seconds > 0) || !std::isfinite(measured_seconds)) {
     throw Error("collective step overhead: the measured phase must take a positive finite time, got " +
                 std::to_string(measured_seconds) + " s");
   }
   if (priced.calls < 1) throw Error("collective step overhead: the Plan has no forward/backward collective to measure");
+}
+
+}  // namespace
+
+double collective_step_overhead_seconds(double measured_seconds, const CurvePricedCollectives& priced, bool per_launch) {
+  require_phase(measured_seconds, priced);
   return (measured_seconds - priced.seconds) / (per_launch ? priced.launches : priced.calls);
 }
 
@@ -64,7 +73,7 @@ double host_paced_phase_seconds(const std::vector<double>& launch_seconds, doubl
 }
 
 double local_step_overhead_seconds(double measured_seconds, const CurvePricedCollectives& priced, double issue_s) {
-  collective_step_overhead_seconds(measured_seconds, priced, true);  // the same refusals
+  require_phase(measured_seconds, priced);
   if (!(issue_s >= 0) || !std::isfinite(issue_s)) {
     throw Error("local collective step overhead: the issue cost must be a finite number >= 0 s, got " +
                 std::to_string(issue_s));

@@ -26,6 +26,7 @@ say "machine: commit $COMMIT, scenario $SCENARIO"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv >> "$LOG" 2>&1
 say "configure + build"
 source "$(dirname "$0")/device_configure.sh"
+source "$(dirname "$0")/median_reports.sh"
 device_configure . > $OUT/build.txt 2>&1 &&
   cmake --build build-dev -j16 --target dmuon-bench test_bench_calibrate_cli test_gpu_calibrate >> $OUT/build.txt 2>&1 ||
   { tail -60 $OUT/build.txt >> "$LOG"; say "BUILD FAILED"; tail -c 6000 "$LOG"; exit 1; }
@@ -70,8 +71,7 @@ if [ ${#LAYERS[@]} -gt 0 ] && [ "$NGPU" -ge 2 ]; then
     local name=$1 runs=()
     shift
     for ((p = 1; p <= ${FLOOR_PROCESSES:-3}; ++p)); do runs+=($OUT/floor-$name-p$p.json); done
-    if [ ${#runs[@]} -eq 1 ]; then cp "${runs[0]}" $OUT/floor-$name.json
-    else python3 harness/tools/median_of_processes.py $OUT/floor-$name.json "${runs[@]}" >> "$LOG" 2>&1; fi
+    median_reports $OUT/floor-$name.json "${runs[@]}" >> "$LOG" 2>&1
   }
   floor_rounds() {
     for ((p = 1; p <= ${FLOOR_PROCESSES:-3}; ++p)); do

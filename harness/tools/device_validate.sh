@@ -26,6 +26,7 @@ PROCESSES=${PROCESSES:-1}
 shift
 LOG=$OUT/run-$what.log
 say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
+source "$(dirname "$0")/median_reports.sh"
 
 build() {
   [ -x build-dev/harness/dmuon-bench ] && return 0
@@ -43,11 +44,8 @@ scenario_name() { sed -n 's/^name: *//p' "$1" | head -1; }
 median_file() {
   local dir=$1 file=$2 runs=()
   for ((p = 1; p <= PROCESSES; ++p)); do [ -f "$dir/p$p/$file" ] && runs+=("$dir/p$p/$file"); done
-  if [ ${#runs[@]} -eq 1 ]; then
-    cp "${runs[0]}" "$dir/$file"
-  elif [ ${#runs[@]} -gt 1 ]; then
-    python3 "$(dirname "$0")/median_of_processes.py" "$dir/$file" "${runs[@]}" >> "$LOG" 2>&1 ||
-      echo "median of $file failed" >> "$LOG"
+  if [ ${#runs[@]} -gt 0 ]; then
+    median_reports "$dir/$file" "${runs[@]}" >> "$LOG" 2>&1 || echo "median of $file failed" >> "$LOG"
   fi
   echo "$file: ${#runs[@]} of $PROCESSES processes" >> "$LOG"
 }

@@ -1,5 +1,5 @@
 """dmuon model and scenario YAML -> a Hugging Face transformers config (shared by
-measure_layers.py and fsdp2_step.py).
+measure_layers.py, measure_host_floor.py and fsdp2_step.py, with the options that name them).
 
 Reads the same files dmuon reads (scenarios/*.yaml, scenarios/models/*.yaml; their format is
 core/model/model_yaml.cpp and core/model/transformer_generator.hpp) and maps a model's `transformer` section
@@ -83,6 +83,29 @@ def resolve(scenario=None, model=None, seq_len=None, micro_batch=None):
         raise ModelError(f"{model_file}: name: missing")
     return dict(model=model_doc, model_file=model_file, name=name, seq_len=int(seq_len),
                 micro_batch=int(micro_batch), moe_top_k=top_k)
+
+
+def add_spec_arguments(parser, scenario_help="dmuon scenario YAML (its model, training.seq_len, training.micro_batch)"):
+    """The options resolve() reads a model and shape from, as the tools of this folder take them."""
+    parser.add_argument("--scenario", help=scenario_help)
+    parser.add_argument("--model", help="dmuon model YAML (with --seq-len and --micro-batch)")
+    parser.add_argument("--seq-len", type=int)
+    parser.add_argument("--micro-batch", type=int)
+
+
+def require_spec_arguments(parser, args):
+    """parser.error (exit 2) when add_spec_arguments' options name no model."""
+    if not args.scenario and not args.model:
+        parser.error("give --scenario FILE, or --model FILE --seq-len N --micro-batch N")
+
+
+def spec_argv(args):
+    """The command-line options that give another tool of this folder the same model and shape."""
+    argv = ["--scenario", args.scenario] if args.scenario else ["--model", args.model]
+    for flag, value in (("--seq-len", args.seq_len), ("--micro-batch", args.micro_batch)):
+        if value:
+            argv += [flag, str(value)]
+    return argv
 
 
 def _refuse(where, key, why):

@@ -53,11 +53,8 @@ def log(msg):
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--scenario", help="dmuon scenario YAML (its model, training.seq_len, micro_batch, "
-                   "reshard_after_forward)")
-    p.add_argument("--model", help="dmuon model YAML (with --seq-len and --micro-batch)")
-    p.add_argument("--seq-len", type=int)
-    p.add_argument("--micro-batch", type=int)
+    dmuon_model.add_spec_arguments(p, "dmuon scenario YAML (its model, training.seq_len, micro_batch, "
+                                      "reshard_after_forward)")
     p.add_argument("--mode", choices=["fsdp2", "compute-only"], default="fsdp2")
     p.add_argument("--num-layers", type=int,
                    help="build the model with this many decoder layers instead of its own (the host-floor probe, "
@@ -75,8 +72,7 @@ def parse_args():
                    help="FSDP2 ZeRO-3 re-gather in backward; default: the scenario's "
                         "training.reshard_after_forward (false when absent, as dmuon's default)")
     a = p.parse_args()
-    if not a.scenario and not a.model:
-        p.error("give --scenario FILE, or --model FILE --seq-len N --micro-batch N")
+    dmuon_model.require_spec_arguments(p, a)
     if a.iters < 1 or a.warmup < 0:
         p.error("--iters: must be >= 1 and --warmup >= 0")
     if a.num_layers is not None and a.num_layers < 1:

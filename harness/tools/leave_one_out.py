@@ -179,25 +179,31 @@ def main():
                       f"{r['measured_bytes'] / 2**30:.2f} | {r['predicted_bytes'] / 2**30:.2f} | {r['error'] * 100:+.1f}% |"
                       for r in memory]
         memory_md.append("")
+    def within(rows, key):
+        return sum(abs(r[key]) <= 0.10 for r in rows)
+
+    def worst(rows, key):
+        return max((abs(r[key]) for r in rows), default=0)
+
     unseen = [r for r in everything if not r["model_in_calibration"]]
     summary = {
         "rows": len(everything),
         "unseen_rows": len(unseen),
-        "unseen_within_10pct_calibrated": sum(abs(r["calibrated_error"]) <= 0.10 for r in unseen),
-        "unseen_within_10pct_datasheet": sum(abs(r["datasheet_error"]) <= 0.10 for r in unseen),
-        "unseen_max_abs_error_calibrated": max((abs(r["calibrated_error"]) for r in unseen), default=0),
-        "unseen_max_abs_error_datasheet": max((abs(r["datasheet_error"]) for r in unseen), default=0),
+        "unseen_within_10pct_calibrated": within(unseen, "calibrated_error"),
+        "unseen_within_10pct_datasheet": within(unseen, "datasheet_error"),
+        "unseen_max_abs_error_calibrated": worst(unseen, "calibrated_error"),
+        "unseen_max_abs_error_datasheet": worst(unseen, "datasheet_error"),
         "memory_rows": len(memory),
-        "memory_within_10pct": sum(abs(r["error"]) <= 0.10 for r in memory),
-        "memory_max_abs_error": max((abs(r["error"]) for r in memory), default=0),
+        "memory_within_10pct": within(memory, "error"),
+        "memory_max_abs_error": worst(memory, "error"),
         "earlier_leases": {},
     }
     for label in EARLIER_LEASES:
         rows = [r for r in earlier if r["lease"] == label and not r["model_in_calibration"]]
         summary["earlier_leases"][label] = {
             "unseen_rows": len(rows),
-            "unseen_within_10pct_calibrated": sum(abs(r["calibrated_error"]) <= 0.10 for r in rows),
-            "unseen_max_abs_error_calibrated": max((abs(r["calibrated_error"]) for r in rows), default=0),
+            "unseen_within_10pct_calibrated": within(rows, "calibrated_error"),
+            "unseen_max_abs_error_calibrated": worst(rows, "calibrated_error"),
         }
     with open(a.json, "w") as f:
         json.dump({"tool": "harness/tools/leave_one_out.py", "summary": summary, "rows": everything,

@@ -128,15 +128,11 @@ def measure_in_processes(torch, spec, device, log, processes, spec_args):
 
 def main():
     p = argparse.ArgumentParser(description="one process's host floor (measure_layers.py --host-floor's part)")
-    p.add_argument("--scenario", help="dmuon scenario YAML (its model)")
-    p.add_argument("--model", help="dmuon model YAML (with --seq-len and --micro-batch)")
-    p.add_argument("--seq-len", type=int)
-    p.add_argument("--micro-batch", type=int)
+    dmuon_model.add_spec_arguments(p, "dmuon scenario YAML (its model)")
     p.add_argument("--device", default="cuda")
     p.add_argument("--out", required=True, help='JSON file to write: {"host_floor": [entries]}')
     a = p.parse_args()
-    if not a.scenario and not a.model:
-        p.error("give --scenario FILE, or --model FILE --seq-len N --micro-batch N")
+    dmuon_model.require_spec_arguments(p, a)
     try:
         spec = dmuon_model.resolve(a.scenario, a.model, a.seq_len, a.micro_batch)
     except dmuon_model.ModelError as e:

@@ -303,10 +303,7 @@ def measure_head(torch, device, config, RMSNorm, x, labels, reps):
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--scenario", help="dmuon scenario YAML (its model, training.seq_len, training.micro_batch)")
-    p.add_argument("--model", help="dmuon model YAML (with --seq-len and --micro-batch)")
-    p.add_argument("--seq-len", type=int)
-    p.add_argument("--micro-batch", type=int)
+    dmuon_model.add_spec_arguments(p)
     p.add_argument("--out", required=True, help="JSON file to write")
     p.add_argument("--device", default="cuda")
     p.add_argument("--reps", type=int, default=7, help="timed calls per measurement (median)")
@@ -318,8 +315,7 @@ def parse_args():
                    help="the host floor in this many processes, the median per depth (the host's pace "
                         "differs from process to process)")
     a = p.parse_args()
-    if not a.scenario and not a.model:
-        p.error("give --scenario FILE, or --model FILE --seq-len N --micro-batch N")
+    dmuon_model.require_spec_arguments(p, a)
     if a.reps < 1:
         p.error("--reps: must be >= 1")
     if a.host_floor_processes < 1:
@@ -357,11 +353,9 @@ def main():
     if a.host_floor:
         import measure_host_floor  # harness/tools/, beside this script
         try:
-            spec_args = (["--scenario", a.scenario] if a.scenario else ["--model", a.model])
-            spec_args += [x for flag, v in (("--seq-len", a.seq_len), ("--micro-batch", a.micro_batch)) if v
-                          for x in (flag, str(v))]
             result["host_floor"] = measure_host_floor.measure_in_processes(torch, spec, device, log,
-                                                                           a.host_floor_processes, spec_args)
+                                                                           a.host_floor_processes,
+                                                                           dmuon_model.spec_argv(a))
         except Exception as e:  # the GPU timings above stand; the calibration says the floor is absent
             log(f"host floor FAILED ({type(e).__name__}: {e}): written without it")
     if not a.skip_whole:

@@ -32,6 +32,8 @@ import json
 import statistics
 import sys
 
+import json_file  # harness/tools/, beside this script
+
 KEEP_FIRST = ("date", "command")  # differ per process by nature; all of them go to "processes"
 
 
@@ -40,11 +42,7 @@ class MergeError(Exception):
 
 
 def read(path):
-    try:
-        with open(path) as f:
-            report = json.load(f)
-    except (OSError, ValueError) as e:
-        raise MergeError(f"{path}: cannot read: {e}")
+    report = json_file.load(path, MergeError)
     if not isinstance(report, dict):
         raise MergeError(f"{path}: not a JSON object")
     if "processes" in report:
@@ -63,11 +61,16 @@ def is_number_list(v):
     return isinstance(v, list) and all(is_number(x) or (isinstance(x, list) and all(map(is_number, x))) for x in v)
 
 
-def merge(values, paths, files, where, replaced):
+def entry_label(entry, index):
+    """What names a list entry: a strategy's name, a rank's number, else its index."""
+    return entry.get("strategy", entry.get("rank", index)) if isinstance(entry, dict) else index
+
+
+def merge(values, files, where, replaced):
     """The merged value of `values` (one per report) at dotted path `where`."""
     first = values[0]
-    measured_int = isinstance(first, int) and where.endswith("_bytes") and len(set(map(repr, values))) > 1
-    if isinstance(first, float) or (measured_int and not isinstance(first, bool)):
+    measured_int = is_number(first) and isinstance(first, int) and where.endswith("_bytes") and len(set(map(repr, values))) > 1
+    if isinstance(first, float) or measured_int:
         for v, f in zip(values, files):
             if not is_number(v):
                 raise MergeError(f"{f}: {where}: {v!r} where {files[0]} has a number")
@@ -84,7 +87,7 @@ def merge(values, paths, files, where, replaced):
             if not where and key in KEEP_FIRST:
                 out[key] = first[key]
                 continue
-            out[key] = merge([v[key] for v in values], paths, files, f"{where}.{key}" if where else key, replaced)
+            out[key] = merge([v[key] for v in values], files, f"{where}.{key}" if where else key, replaced)
         return out
     if is_number_list(first):
         for v, f in zip(values, files):
@@ -96,13 +99,13 @@ def merge(values, paths, files, where, replaced):
             if not isinstance(v, list) or len(v) != len(first):
                 raise MergeError(f"{f}: {where}: {len(v) if isinstance(v, list) else 'no'} entries, {files[0]} has {len(first)}")
         out = []
-        for i, entry in enumerate(first):
-            label = entry.get("strategy", entry.get("rank", i)) if isinstance(entry, dict) else i
+        for i in range(len(first)):
+            label = entry_label(first[i], i)
             for v, f in zip(values, files):
-                other = v[i].get("strategy", v[i].get("rank", i)) if isinstance(v[i], dict) else i
+                other = entry_label(v[i], i)
                 if other != label:
                     raise MergeError(f"{f}: {where}[{i}]: {other!r} where {files[0]} has {label!r}")
-            out.append(merge([v[i] for v in values], paths, files, f"{where}[{label}]", replaced))
+            out.append(merge([v[i] for v in values], files, f"{where}[{label}]", replaced))
         return out
     for v, f in zip(values, files):
         if v != first:
@@ -116,7 +119,7 @@ def median_of_processes(files):
     if len(kinds) != 1:
         raise MergeError(f"{files[0]}: tool: the reports are of different tools ({', '.join(sorted(kinds))})")
     replaced = [{} for _ in reports]
-    merged = merge(reports, None, files, "", replaced)
+    merged = merge(reports, files, "", replaced)
     merged["processes"] = [{"file": f, "date": r.get("date"), "command": r.get("command"), "values": rep}
                            for f, r, rep in zip(files, reports, replaced)]
     return merged

@@ -23,17 +23,15 @@ import argparse
 import json
 import sys
 
+import json_file  # harness/tools/, beside this script
+
 
 class FloorError(Exception):
     pass
 
 
 def read_run(path):
-    try:
-        with open(path) as f:
-            run = json.load(f)
-    except (OSError, ValueError) as e:
-        raise FloorError(f"{path}: cannot read: {e}")
+    run = json_file.load(path, FloorError)
     if not isinstance(run, dict) or run.get("tool") != "fsdp2_step.py":
         raise FloorError(f"{path}: not an fsdp2_step.py report (tool)")
     for key in ("model", "mode", "world", "micro_batch", "seq_len", "num_layers", "fwd_bwd_seconds_median"):
@@ -67,11 +65,7 @@ def floor_entry(half_path, full_path):
 
 
 def merge(layers_path, entry):
-    try:
-        with open(layers_path) as f:
-            layers = json.load(f)
-    except (OSError, ValueError) as e:
-        raise FloorError(f"{layers_path}: cannot read: {e}")
+    layers = json_file.load(layers_path, FloorError)
     if not isinstance(layers, dict):
         raise FloorError(f"{layers_path}: expected measure_layers.py's JSON object")
     floors = [f for f in layers.get("host_floor", []) if f.get("mode") != "fsdp2"]
