@@ -19,6 +19,7 @@
 #include "core/io/scenario.hpp"
 #include "core/plan/step_planner.hpp"
 #include "harness/bench/calibrate_ns.hpp"
+#include "harness/bench/grouped_calls.hpp"
 #include "harness/bench/layers_json.hpp"
 #include "harness/bench/step_launch_probe.hpp"
 #include "kernels/cuda/ceilings.hpp"
@@ -185,10 +186,11 @@ void print_curve(const exec::CommSweepCurve& c) {
   std::fflush(stdout);
 }
 
-// The sweep on every local GPU, one thread each, then the step launch probe; returns rank 0's
-// curves. Throws on failure.
+// The sweep on every local GPU, one thread each, then the grouped-call probe (one GPU each) and the
+// step launch probe; returns rank 0's curves. Throws on failure.
 std::vector<exec::CommSweepCurve> measure_collectives(const Args& a, const Scenario& sc, bench::StepLaunchProbe* probe,
-                                                      std::optional<exec::ContentionProbe>* contention, int* argc,
+                                                      std::optional<exec::ContentionProbe>* contention,
+                                                      std::vector<exec::GroupedCallPoint>* grouped, int* argc,
                                                       char*** argv) {
   exec::CommSweepOptions o;
   o.max_bytes = a.max_collective_bytes;
@@ -206,6 +208,10 @@ std::vector<exec::CommSweepCurve> measure_collectives(const Args& a, const Scena
     auto mine = exec::sweep_collectives(h, o, [&](const exec::CommSweepCurve& c) {
       if (h.rank() == 0) print_curve(c);
     });
+    auto groups = exec::probe_grouped_calls(
+        h, grouped_call_options(a.max_collective_bytes, a.collective_warmup, a.collective_iterations, a.collective_passes,
+                                a.timeout_seconds));
+    if (h.rank() == 0) print_grouped_calls(groups);
     const bench::StepLaunchProbe p = bench::measure_step_launches(h, sc, a.timeout_seconds);
     std::optional<exec::ContentionProbe> beside;
     if (h.world() > 1) beside = exec::measure_compute_beside_nccl(h, a.timeout_seconds);
@@ -223,6 +229,7 @@ std::vector<exec::CommSweepCurve> measure_collectives(const Args& a, const Scena
                   << (beside->collective_slowdown < 0 ? ": faster beside compute, recorded as 0" : "") << std::endl;
       }
       curves = std::move(mine);
+      *grouped = std::move(groups);
       *probe = p;
       std::cerr << "  step launch probe (adamw Plan of " << sc.name << ", " << p.iterations
                 << " iterations): executor issue " << p.issue_seconds * 1e6 << " us a launch, forward/backward phase "
@@ -331,7 +338,8 @@ CalibrationTable run(const Args& a, const Inputs& in, int* argc, char*** argv) {
   measure_ns(a, in, t);
   bench::StepLaunchProbe probe;
   std::optional<exec::ContentionProbe> contention;
-  for (const auto& c : measure_collectives(a, in.scenario, &probe, &contention, argc, argv)) {
+  std::vector<exec::GroupedCallPoint> grouped;
+  for (const auto& c : measure_collectives(a, in.scenario, &probe, &contention, &grouped, argc, argv)) {
     if (c.points.empty()) continue;  // no size of the range splits into whole parts of this group
     CollectiveCurve cc;
     cc.kind = c.kind;
@@ -341,6 +349,7 @@ CalibrationTable run(const Args& a, const Inputs& in, int* argc, char*** argv) {
     t.collectives.push_back(std::move(cc));
   }
   t.executor_issue_us = probe.issue_seconds * 1e6;
+  t.local_grouped_calls = fit_grouped_calls(grouped);  // before the overhead fit, which prices groups with it
   if (contention) {
     t.compute_slowdown_beside_nccl = std::max(0.0, contention->slowdown);
     t.collective_slowdown_beside_compute = std::max(0.0, contention->collective_slowdown);

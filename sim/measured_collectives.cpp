@@ -32,11 +32,11 @@ void apply_measured_collectives(StepProgram& program, const CostModel& cost, int
     source[i] = "measured";
     if (ranks == 1) {
       // The op's NCCL calls run in one group (kernels/exec/collectives.cpp): each call past the
-      // first costs what the cheapest measured call of its kind does on one GPU. That is not a
-      // kernel launch for every kind: in place on one rank a broadcast or all-gather launches
-      // nothing (0.5 us on H100), a reduce or reduce-scatter does (3.8 us); pricing every extra
-      // call as a launch put Qwen2-0.5B's `dedicated` fwd/bwd collectives 20-29% high (2026-11-25).
-      const double extra_call_s = *cost.collective_cheapest_call_seconds(c.call.kind, 1, 1);
+      // first adds what the calibration's grouped-call probe measured for its kind at the group's
+      // bytes (older files: the kind's cheapest isolated call, which overprices it: an isolated
+      // call pays a group's entry and exit; core/cost/grouped_calls.hpp). In place on one rank a
+      // broadcast or all-gather launches nothing, a reduce or all-reduce does.
+      const double extra_call_s = *cost.local_extra_call_seconds(c.call.kind, curve_bytes(c.call));
       c.local_seconds = *seconds + std::max(0, c.calls - 1) * extra_call_s + cost.local_collective_step_overhead_s();
     } else {
       // Inside a step each NCCL call also pays what its isolated curve does not see

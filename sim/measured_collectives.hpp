@@ -22,7 +22,7 @@ double curve_bytes(const CollectiveCall& call);
 
 // For every collective whose members all sit in one node (rank / gpus_per_node) and for whose
 // (kind, ranks, nodes = 1) the calibration has a curve: one GPU -> local_seconds = the curve
-// plus, per extra NCCL call of the op's group, the cheapest call measured for that kind, plus the
+// plus, per extra NCCL call of the op's group, CostModel::local_extra_call_seconds, plus the
 // calibration's local_collective_step_overhead_us;
 // several GPUs -> measured_seconds = the curve plus the calibration's
 // collective_step_overhead_us per NCCL call. Sets each

@@ -99,8 +99,8 @@ struct SimCollective {
   double pack_seconds = 0;
   // A one-member collective's time. Without a calibration curve: a launch per call and a read and
   // write of the payload (a local copy). With one: the curve, each extra call of the op's group
-  // at the cheapest call measured for its kind (in place on one rank a broadcast or all-gather
-  // launches nothing; sim/measured_collectives.hpp).
+  // at what the calibration measured it adds (CostModel::local_extra_call_seconds;
+  // sim/measured_collectives.hpp).
   double local_seconds = 0;
   // Several GPUs of one node with a calibration curve for this kind and communicator: one
   // launch alone takes this long (sim/measured_collectives.hpp); unset: modelled links.

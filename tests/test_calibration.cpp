@@ -361,3 +361,55 @@ TEST_CASE("collective_slowdown_beside_compute: read, checked, none without it", 
   t.collective_slowdown_beside_compute = std::numeric_limits<double>::quiet_NaN();
   CHECK_THROWS_WITH(CostModel(h200(), t), Catch::Contains("collective_slowdown_beside_compute must be >= 0"));
 }
+
+TEST_CASE("local_grouped_calls: read and refused with the key named, exact round trip", "[calibration]") {
+  const std::string key = "launch_overhead_us: 2.5\nlocal_grouped_calls:\n"
+                          "  - {kind: all_reduce, points: [[1048576, 3.5e-06], [67108864, 3.9e-06]]}\n"
+                          "  - {kind: broadcast, points: [[1048576, 0]]}";
+  const auto t = parse_text(replaced(kV2, "launch_overhead_us: 2.5", key));
+  REQUIRE(t.local_grouped_calls.size() == 2);
+  CHECK(t.local_grouped_calls[0] == LocalGroupedCalls{OpKind::all_reduce, {{1048576, 3.5e-06}, {67108864, 3.9e-06}}});
+  CHECK(t.local_grouped_calls[1].points[0].second == 0);  // a call that adds nothing reads as 0
+  CHECK(parse_text(calibration_to_yaml(t)) == t);
+  CHECK(parse_text(kV2).local_grouped_calls.empty());
+  const auto refused = [&](const std::string& from, const std::string& to) {
+    return parse_text(replaced(replaced(kV2, "launch_overhead_us: 2.5", key), from, to));
+  };
+  CHECK_THROWS_WITH(refused("kind: broadcast", "kind: all_gather"),
+                    Catch::Contains("local_grouped_calls[1].kind: only all_reduce, broadcast and reduce"));
+  CHECK_THROWS_WITH(refused("kind: broadcast", "kind: all_reduce"),
+                    Catch::Contains("local_grouped_calls[1]: measures the same call as local_grouped_calls[0]"));
+  CHECK_THROWS_WITH(refused("[1048576, 0]", "[1048576, -1e-06]"), Catch::Contains("seconds must be finite and >= 0"));
+  CHECK_THROWS_WITH(refused("[67108864, 3.9e-06]", "[1048576, 3.9e-06]"),
+                    Catch::Contains("local_grouped_calls[0].points[1]: group bytes must be > 0 and strictly increasing"));
+  CHECK_THROWS_WITH(refused("points: [[1048576, 0]]", "points: []"), Catch::Contains("needs at least one"));
+  CHECK_THROWS_WITH(refused("kind: broadcast,", "kind: broadcast, calls: 3,"), Catch::Contains("calls"));
+}
+
+TEST_CASE("an extra call in a group: linear in log(bytes) between points, the nearest point outside", "[calibration][cost]") {
+  const LocalGroupedCalls g{OpKind::all_reduce, {{1 << 20, 2e-6}, {1 << 24, 4e-6}}};
+  CHECK(extra_call_seconds_at(g, 1 << 20) == 2e-6);
+  CHECK(extra_call_seconds_at(g, 1 << 22) == Approx(3e-6).epsilon(1e-12));  // halfway in log2: 20 -> 22 -> 24
+  CHECK(extra_call_seconds_at(g, 0) == 2e-6);
+  CHECK(extra_call_seconds_at(g, 1e12) == 4e-6);  // no rate beyond the last point: the host's enqueue
+  CHECK_THROWS_WITH(extra_call_seconds_at(g, -1), Catch::Contains("must be finite and >= 0"));
+  CHECK_THROWS_WITH(extra_call_seconds_at(LocalGroupedCalls{OpKind::reduce, {}}, 1), Catch::Contains("reduce: no points"));
+  // The slope of group time against calls: exact on a line, least squares on noise around it.
+  CHECK(seconds_per_extra_call({{1, 10e-6}, {2, 13e-6}, {4, 19e-6}, {16, 55e-6}}) == Approx(3e-6).epsilon(1e-12));
+  CHECK(seconds_per_extra_call({{1, 10e-6}, {2, 14e-6}, {3, 16e-6}}) == Approx(3e-6).epsilon(1e-12));
+  CHECK_THROWS_WITH(seconds_per_extra_call({{4, 1e-5}, {4, 2e-5}}), Catch::Contains("at least two different call counts"));
+  CHECK(issued_per_region(OpKind::all_reduce));
+  CHECK_FALSE(issued_per_region(OpKind::all_gather));
+}
+
+TEST_CASE("local_extra_call_seconds: the grouped-call key, else the one-rank curve's cheapest call", "[calibration][cost]") {
+  auto t = parse_text(kV2);
+  t.collectives.push_back({OpKind::all_reduce, 1, 1, SizeCurve{{{4096, 6e-6}, {65536, 4.8e-6}, {1073741824, 4e-4}}}});
+  CHECK(CostModel(h200(), t).local_extra_call_seconds(OpKind::all_reduce, 3e7) == 4.8e-6);  // older files
+  CHECK_FALSE(CostModel(h200(), t).local_extra_call_seconds(OpKind::reduce, 3e7).has_value());
+  CHECK_FALSE(CostModel(h200()).local_extra_call_seconds(OpKind::all_reduce, 3e7).has_value());
+  t.local_grouped_calls = {{OpKind::all_reduce, {{1 << 20, 3.4e-6}, {1 << 26, 3.8e-6}}}, {OpKind::reduce, {{1 << 20, 3e-6}}}};
+  const CostModel cost(h200(), t);
+  CHECK(*cost.local_extra_call_seconds(OpKind::all_reduce, 1 << 23) == Approx(3.6e-6).epsilon(1e-12));
+  CHECK(*cost.local_extra_call_seconds(OpKind::reduce, 1e9) == 3e-6);  // no curve of its own needed
+}

@@ -1,6 +1,7 @@
 // A tiny `dmuon-bench calibrate` on this machine's GPUs (small grid, sizes up to 64 MiB): the
-// file it writes loads back, holds every section, and its curves take longer at larger sizes
-// where the work is bandwidth-bound. Skips (tests/gpu_skip.hpp) without a GPU.
+// file it writes loads back, holds every section, its curves take longer at larger sizes where
+// the work is bandwidth-bound, and its grouped-call probe prices extra calls. Skips
+// (tests/gpu_skip.hpp) without a GPU.
 #include <string>
 
 #include "catch_compat.hpp"
@@ -86,6 +87,22 @@ TEST_CASE("a tiny calibrate writes a file that loads back with growing curves", 
   check_grows(t.elementwise_curves.muon_update, "muon_update");
   check_grows(t.elementwise_curves.adamw, "adamw");
   check_grows(t.elementwise_curves.copy, "copy");
+  // The grouped-call probe: all-reduce, reduce and broadcast groups of 1 to 16 calls at 1 to 64
+  // MiB. A reduction on one rank launches a scaling kernel a call: each extra call costs
+  // something, and less than a whole group of sixteen would if it cost a launch of 100 us.
+  CHECK(o.output.find("# grouped calls on one GPU") != std::string::npos);
+  REQUIRE(t.local_grouped_calls.size() == 3);
+  for (const auto& g : t.local_grouped_calls) {
+    INFO(dmuon::to_string(g.kind));
+    REQUIRE(g.points.size() == 4);
+    CHECK(g.points.front().first == 1048576);
+    CHECK(g.points.back().first == 67108864);
+    for (const auto& [bytes, seconds] : g.points) {
+      CHECK(seconds >= 0);
+      CHECK(seconds < 100e-6);
+      if (g.kind != dmuon::OpKind::broadcast) CHECK(seconds > 0);
+    }
+  }
   REQUIRE(!t.collectives.empty());
   for (const auto& c : t.collectives) {
     CHECK(c.nodes == 1);

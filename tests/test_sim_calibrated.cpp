@@ -3,6 +3,7 @@
 // them, in both modes, through the path dmuon-sim uses (apply_measured_collectives, simulate);
 // concurrent traffic still shares the links; inter-node collectives stay modelled. The shares
 // of predicted time by source sum to 1 and become "measured" when the calibration covers all.
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -109,6 +110,25 @@ TEST_CASE("a one-GPU group's extra calls cost the cheapest measured call of thei
     CHECK(simulated(program, cluster(1, 1), cost, SimMode::fast) ==
           Approx(curve.seconds_at(3e7) + 6 * cheapest + 2e-6).epsilon(1e-9));
   }
+}
+
+TEST_CASE("with local_grouped_calls a one-GPU group's extra calls cost what the probe measured", "[sim][calibration]") {
+  // The H100 traces of 2026-11-27: qwen2-0.5b's 29.8 MB groups of twelve all-reduces took 3.5 us
+  // a call past the first, the curve's cheapest isolated call 4.85 us.
+  const SizeCurve all_reduce{{{4096, 4.85e-06}, {1048576, 5.2e-06}, {1073741824, 8.6e-04}}};
+  CalibrationTable t = table_with({{OpKind::all_reduce, 1, 1, all_reduce}});
+  t.local_collective_step_overhead_us = 2.0;
+  sim::CollectiveCall call = all_gather({0}, 2.98e7);
+  call.kind = OpKind::all_reduce;
+  auto program = one_collective(call, 1);
+  program.collectives[0].calls = 12;
+  const double before = simulated(program, cluster(1, 1), CostModel(device_profile("h100-sxm"), t), SimMode::fast);
+  CHECK(before == Approx(all_reduce.seconds_at(2.98e7) + 11 * 4.85e-06 + 2e-6).epsilon(1e-9));
+  t.local_grouped_calls = {{OpKind::all_reduce, {{1 << 20, 3.2e-06}, {1 << 26, 3.8e-06}}}};
+  const double extra = 3.2e-06 + std::log(2.98e7 / (1 << 20)) / std::log(64.0) * 0.6e-06;
+  const double after = simulated(program, cluster(1, 1), CostModel(device_profile("h100-sxm"), t), SimMode::fast);
+  CHECK(after == Approx(all_reduce.seconds_at(2.98e7) + 11 * extra + 2e-6).epsilon(1e-9));
+  CHECK(after < before);
 }
 
 TEST_CASE("measured collectives still share links; other shapes stay modelled", "[sim][calibration]") {

@@ -5,6 +5,7 @@
 
 #include "catch_compat.hpp"
 #include "core/cost/device_profile.hpp"
+#include "core/cost/plan_cost.hpp"
 #include "core/cost/step_overhead.hpp"
 #include "core/error.hpp"
 #include "core/io/yaml_reader.hpp"
@@ -112,4 +113,26 @@ TEST_CASE("a host-paced one-GPU phase, and the overhead fitted through it", "[co
   CHECK_THROWS_WITH(local_step_overhead_seconds(22 * us, priced, -1 * us), Catch::Contains("issue cost must be"));
   CHECK_THROWS_WITH(local_step_overhead_seconds(0, priced, 4 * us), Catch::Contains("positive finite time"));
   CHECK_THROWS_WITH(host_paced_phase_seconds({-1 * us}, 4 * us, 0), Catch::Contains("launch 0 has negative seconds"));
+}
+
+TEST_CASE("one GPU: a grouped all-reduce's extra calls are priced as the grouped-call probe measured them",
+          "[cost][calibration]") {
+  Scenario s = tiny();
+  s.cluster.gpus_per_node = 1;
+  const CostModel plain(device_profile("h200"));
+  const StepPlan sp = plan_step(s.model, route_parameters(s.model, s.routing), s.optimizer, Strategy::ddp_redundant,
+                                mesh_for_cluster(s.cluster), plain);
+  CalibrationTable t = table({linear(OpKind::all_reduce, 1, 1e-12)});
+  t.local_grouped_calls = {{OpKind::all_reduce, {{1.0, 3.5e-6}}}};  // 3.5 us a call past the first, any size
+  const CurvePricedCollectives priced = curve_priced_collectives(sp.plan, 0, CostModel(device_profile("h200"), t));
+  std::size_t launch = 0, grouped = 0;
+  for (const Op& op : sp.plan.ranks[0]) {
+    if (!is_collective(op.kind) || op.phase == Phase::optimizer) continue;
+    const double curve = 1e-12 * collective_payload_bytes(op, 0, sp.plan.bytes_per_element);
+    REQUIRE(launch < priced.launch_seconds.size());
+    CHECK(priced.launch_seconds[launch++] == Approx(curve + (nccl_calls(op) - 1) * 3.5e-6).epsilon(1e-9));
+    if (nccl_calls(op) > 1) ++grouped;
+  }
+  CHECK(launch == priced.launch_seconds.size());
+  CHECK(grouped > 0);  // the Plan groups a block's gradients: the case this prices
 }

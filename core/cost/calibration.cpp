@@ -194,6 +194,14 @@ std::optional<double> CostModel::collective_cheapest_call_seconds(OpKind kind, i
       ->second;
 }
 
+std::optional<double> CostModel::local_extra_call_seconds(OpKind kind, double group_bytes) const {
+  if (!calibration_) return std::nullopt;
+  for (const auto& g : calibration_->local_grouped_calls) {
+    if (g.kind == kind) return extra_call_seconds_at(g, group_bytes);
+  }
+  return collective_cheapest_call_seconds(kind, 1, 1);
+}
+
 double CostModel::momentum_bytes(std::int64_t numel) { return 12.0 * double(numel); }
 double CostModel::muon_update_bytes(std::int64_t numel) { return 12.0 * double(numel); }
 double CostModel::adamw_bytes(std::int64_t numel) { return 28.0 * double(numel); }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/cost/device_profile.hpp"
+#include "core/cost/grouped_calls.hpp"
 #include "core/cost/host_floor.hpp"
 #include "core/optimizer/dtype.hpp"
 #include "core/cost/ns_efficiency.hpp"
@@ -153,6 +154,9 @@ struct CalibrationTable {
   // Per launch, not per call: one rank's grouped calls cost one launch (a multi-region
   // all-reduce priced per region overshot ddp-redundant's phase by 42% on 1 x H100).
   std::optional<double> local_collective_step_overhead_us;
+  // One GPU: each NCCL call past the first of one op's group, against the group's bytes
+  // (core/cost/grouped_calls.hpp); one entry a kind, all_reduce / broadcast / reduce.
+  std::vector<LocalGroupedCalls> local_grouped_calls;
   // The executor's fused AdamW launch (every AdamW op of a rank's optimizer phase in one
   // multi-tensor launch), measured on the calibration scenario's adamw Plan as `dmuon-bench step`
   // runs it: the host microseconds per tensor until the run is enqueued (its list and launches;
@@ -250,6 +254,10 @@ class CostModel {
   // curve): what one more NCCL call costs when it adds no bytes worth timing. nullopt without a
   // curve.
   std::optional<double> collective_cheapest_call_seconds(OpKind kind, int ranks, int nodes) const;
+  // One GPU: what each NCCL call past the first adds to a group of `kind` calls moving
+  // `group_bytes` in all: the calibration's local_grouped_calls for the kind when it has them,
+  // else (older files) the cheapest call of its one-rank curve; nullopt with neither.
+  std::optional<double> local_extra_call_seconds(OpKind kind, double group_bytes) const;
 
   // One kernel launch: the calibration's launch_overhead_us when it has one, else the profile's.
   double launch_overhead_s() const;

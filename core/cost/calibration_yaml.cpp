@@ -1,6 +1,7 @@
 // The calibration file: strict reading (every error names file:line: key) and writing that
 // reads back to the same table (numbers in their shortest round-trip text).
 #include <charconv>
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <tuple>
@@ -76,21 +77,26 @@ ElementwiseRates parse_elementwise(const YamlValue& v) {
   return r;
 }
 
-// [[x, seconds], ...]: at least one point, x > 0 strictly increasing, seconds > 0.
-SizeCurve parse_curve(const YamlValue& v) {
-  SizeCurve c;
+// [[x, seconds], ...]: x > 0 and strictly increasing, seconds > 0 (or >= 0 where a point may add
+// nothing: a grouped call's extra cost). `x_name` names x in the messages.
+std::vector<std::pair<double, double>> parse_points(const YamlValue& v, const std::string& x_name, bool zero_seconds) {
+  std::vector<std::pair<double, double>> points;
   const auto items = v.items();
-  if (items.empty()) v.fail("needs at least one [x, seconds] point");
+  if (items.empty()) v.fail("needs at least one [" + x_name + ", seconds] point");
   for (const auto& item : items) {
     const auto point = item.as_double_list();
-    if (point.size() != 2) item.fail("expected [x, seconds]");
-    const double previous = c.points.empty() ? 0 : c.points.back().first;
-    if (!(point[0] > previous)) item.fail("x must be > 0 and strictly increasing");
-    if (!(point[1] > 0)) item.fail("seconds must be > 0");
-    c.points.emplace_back(point[0], point[1]);
+    if (point.size() != 2) item.fail("expected [" + x_name + ", seconds]");
+    const double previous = points.empty() ? 0 : points.back().first;
+    if (!(point[0] > previous) || !std::isfinite(point[0])) item.fail(x_name + " must be > 0 and strictly increasing");
+    if (zero_seconds ? !(point[1] >= 0) || !std::isfinite(point[1]) : !(point[1] > 0)) {
+      item.fail(zero_seconds ? "seconds must be finite and >= 0" : "seconds must be > 0");
+    }
+    points.emplace_back(point[0], point[1]);
   }
-  return c;
+  return points;
 }
+
+SizeCurve parse_curve(const YamlValue& v) { return SizeCurve{parse_points(v, "x", false)}; }
 
 ElementwiseCurves parse_elementwise_curves(const YamlValue& v) {
   require_unique_keys(v);
@@ -125,6 +131,21 @@ CollectiveCurve parse_collective(const YamlValue& v) {
   c.curve = parse_curve(m.get("points"));
   m.finish();
   return c;
+}
+
+// local_grouped_calls entry: {kind, points: [[group bytes, seconds a call past the first], ...]}.
+LocalGroupedCalls parse_grouped_calls(const YamlValue& v) {
+  require_unique_keys(v);
+  YamlMap m(v);
+  LocalGroupedCalls g;
+  const YamlValue kind = m.get("kind");
+  g.kind = parse_scalar(kind, parse_collective_kind);
+  if (!issued_per_region(g.kind)) {
+    kind.fail("only all_reduce, broadcast and reduce are issued as a group of calls (one a region)");
+  }
+  g.points = parse_points(m.get("points"), "group bytes", true);
+  m.finish();
+  return g;
 }
 
 GemmTiming parse_gemm(const YamlValue& v) {
@@ -241,6 +262,16 @@ void emit_provenance_and_curves(YAML::Emitter& out, const CalibrationTable& t) {
     }
     out << YAML::EndMap;
   }
+  if (!t.local_grouped_calls.empty()) {
+    out << YAML::Key << "local_grouped_calls" << YAML::Value << YAML::BeginSeq;
+    for (const auto& g : t.local_grouped_calls) {
+      out << YAML::Flow << YAML::BeginMap << YAML::Key << "kind" << YAML::Value << std::string(to_string(g.kind));
+      out << YAML::Key << "points" << YAML::Value;
+      emit_curve(out, SizeCurve{g.points});
+      out << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+  }
   if (t.collectives.empty()) return;
   out << YAML::Key << "collectives" << YAML::Value << YAML::BeginSeq;
   for (const auto& k : t.collectives) {
@@ -310,6 +341,10 @@ CalibrationTable parse_calibration(const YamlValue& root) {
   if (auto v = m.find("collective_step_overhead_us")) t.collective_step_overhead_us = v->as_nonnegative_double();
   if (auto v = m.find("local_collective_step_overhead_us")) {
     t.local_collective_step_overhead_us = v->as_nonnegative_double();
+  }
+  if (auto v = m.find("local_grouped_calls")) {
+    t.local_grouped_calls = parse_list<LocalGroupedCalls>(*v, parse_grouped_calls);
+    require_distinct(v->items(), t.local_grouped_calls, [](const auto& a, const auto& b) { return a.kind == b.kind; });
   }
   if (auto v = m.find("adamw_fused_issue_us")) t.adamw_fused_issue_us = v->as_nonnegative_double();
   if (auto v = m.find("adamw_fused_vs_curve")) t.adamw_fused_vs_curve = v->as_positive_double();

@@ -4,6 +4,7 @@
 #include <map>
 #include <utility>
 
+#include "core/cost/grouped_calls.hpp"
 #include "core/error.hpp"
 #include "core/plan/region_runs.hpp"
 #include "core/cost/ns_flops.hpp"
@@ -71,9 +72,8 @@ OpKind executed_collective_kind(const Op& op) {
 
 int nccl_calls(const Op& op) {
   const OpKind kind = executed_collective_kind(op);
-  const bool per_region = kind == OpKind::broadcast || kind == OpKind::reduce || kind == OpKind::all_reduce;
   if (packs_regions(op)) return 1;
-  return per_region ? std::max<int>(1, static_cast<int>(op.regions.size())) : 1;
+  return issued_per_region(kind) ? std::max<int>(1, static_cast<int>(op.regions.size())) : 1;
 }
 
 std::int64_t packed_copy_elements(const Op& op) {

@@ -24,7 +24,8 @@ CurvePricedCollectives curve_priced_collectives(const Plan& plan, int rank, cons
     if (op.kind == OpKind::all_to_all) throw Error(where + ": an all-to-all has no single curve size");
     const OpKind kind = executed_collective_kind(op);
     const int ranks = static_cast<int>(plan.groups.at(static_cast<std::size_t>(op.group)).ranks.size());
-    const auto seconds = cost.collective_seconds(kind, ranks, 1, collective_payload_bytes(op, rank, plan.bytes_per_element));
+    const double bytes = collective_payload_bytes(op, rank, plan.bytes_per_element);
+    const auto seconds = cost.collective_seconds(kind, ranks, 1, bytes);
     if (!seconds) {
       throw Error(where + ": the calibration has no " + std::string(to_string(kind)) + " curve over " +
                   std::to_string(ranks) + " GPUs of one node");
@@ -34,7 +35,7 @@ CurvePricedCollectives curve_priced_collectives(const Plan& plan, int rank, cons
     out.launches += 1;
     double launch = *seconds;
     if (ranks == 1 && nccl_calls(op) > 1) {
-      launch += (nccl_calls(op) - 1) * cost.collective_cheapest_call_seconds(kind, 1, 1).value_or(0.0);
+      launch += (nccl_calls(op) - 1) * cost.local_extra_call_seconds(kind, bytes).value_or(0.0);
     }
     out.launch_seconds.push_back(launch);
   }

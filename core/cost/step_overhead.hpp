@@ -21,8 +21,8 @@ struct CurvePricedCollectives {
   int calls = 0;       // NCCL calls (a broadcast, reduce or all-reduce: one per region)
   int launches = 0;    // Plan collectives (each one launch of the executor)
   // Each Plan collective's price in the rank's order, as the simulator prices a one-GPU one
-  // (sim/measured_collectives.cpp): its curve, plus the cheapest call of its kind for each call
-  // past the first where it has several and runs on one GPU.
+  // (sim/measured_collectives.cpp): its curve, plus CostModel::local_extra_call_seconds for each
+  // call past the first where it has several and runs on one GPU.
   std::vector<double> launch_seconds;
 };
 

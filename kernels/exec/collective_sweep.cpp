@@ -13,6 +13,7 @@
 #include "kernels/comm/check.hpp"
 #include "kernels/comm/watchdog.hpp"
 #include "kernels/exec/nccl_wait.hpp"
+#include "kernels/exec/split_comm.hpp"
 #include "kernels/comm/world.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/cuda_events.hpp"
@@ -26,39 +27,6 @@ using cuda::EventChain;
 using cuda::OwnedStream;
 
 constexpr std::size_t kElementBytes = 2;  // bf16, what the Plans' collectives move
-
-// A communicator split from the world for one group size. Destroyed normally; aborted when
-// the sweep unwinds from an error (a destroy would wait for peers that may be gone).
-class SplitComm {
- public:
-  SplitComm(comm::RankComms& comms, int size, double timeout_seconds) {
-    if (size == comms.world()) {
-      comm_ = comms.world_comm();
-      return;
-    }
-    const std::string what = "rank " + std::to_string(comms.rank()) + ": splitting the world into groups of " +
-                             std::to_string(size) + " for the collective sweep";
-    try {
-      const comm::SetupWatchdog watchdog(timeout_seconds, what);
-      DMUON_NCCL_CHECK(ncclCommSplit(comms.world_comm(), comms.rank() / size, comms.rank() % size, &comm_, nullptr));
-    } catch (const Error& e) {
-      throw Error(what + ": " + e.what());
-    }
-    owned_ = true;
-  }
-  ~SplitComm() {
-    if (!owned_ || !comm_) return;
-    if (std::uncaught_exceptions() > 0) (void)ncclCommAbort(comm_);
-    else (void)ncclCommDestroy(comm_);
-  }
-  SplitComm(const SplitComm&) = delete;
-  SplitComm& operator=(const SplitComm&) = delete;
-  ncclComm_t get() const { return comm_; }
-
- private:
-  ncclComm_t comm_ = nullptr;
-  bool owned_ = false;
-};
 
 struct Target {
   ncclComm_t comm = nullptr;
@@ -220,7 +188,7 @@ std::vector<CommSweepCurve> sweep_collectives(RankHandle& h, const CommSweepOpti
   std::vector<CommSweepCurve> curves;
   try {
     for (int size : communicator_sizes(h.world())) {
-      const SplitComm comm(h.comms(), size, options.timeout_seconds);
+      const SplitComm comm(h.comms(), size, options.timeout_seconds, "the collective sweep");
       const Target t{comm.get(), size, h.rank() % size, stream.get(), a.as<char>(), b.as<char>()};
       // The points of every kind (what each call moves), then `passes` sweeps over all of them:
       // a pass takes seconds, so a host or NVLink hiccup of a few hundred milliseconds spoils
