@@ -37,7 +37,8 @@ class ForcedNsImpl(unittest.TestCase):
 class HostFloorFit(unittest.TestCase):
     def test_depths(self):
         d = host_floor_fit.floor_depths
-        self.assertEqual(d(36), (2, 6, 12))
+        self.assertEqual(d(36), (2, 6, 12, 36))
+        self.assertEqual(d(24), (2, 6, 12, 24))
         self.assertEqual(d(12), (2, 6, 12))
         self.assertEqual(d(8), (2, 6, 8))
         self.assertEqual(d(4), (2, 4))

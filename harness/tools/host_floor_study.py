@@ -11,7 +11,7 @@ For each scenario's model (the model's own transformers code, bf16, eager, as fs
   difference between the two passes). Per depth: the GPU time (CUDA events, median) and the
   host's issue time (perf_counter from the first call to backward's return, median). The slope of
   either against depth is the per-layer host cost the simulator's eager floor stands for
-  (measure_host_floor.py fits it over 2, 6 and 12 layers; it took 2 and 6 when this study began).
+  (measure_host_floor.py fits it over 2, 6, 12 and the full depth; 2 and 6 when this study began).
 - whole: the model at its scenario shape, GPU time and host issue time, as fsdp2_step.py
   compute-only measures it (the figure the validation compares with).
 - parts: one decoder layer, the embedding and the head + loss at the scenario shape, timed as

@@ -7,21 +7,22 @@ waits on the host (reports/sim-validation.md, the qwen2-0.5b and FSDP2 misses). 
 prices a layer as max(its GPU time, this floor) (core/cost/forward_backward_cost.hpp).
 
 How: the model's own transformers code (fsdp2_step.py's build_model, run_iterations), built with
-2, 6 and 12 decoder layers, then the same depths again in reverse order; forward + backward of the
-whole model timed at 32 tokens, median of the iterations; the floor per layer is the least-squares
-slope over the six runs, so the once-per-step costs (embedding, head and loss, FSDP2's root) fall
-into the intercept, reported beside it. Why six runs: the device machine's host speed drifts by
-20% within a minute (harness/tools/host_floor_study.py, reports/sim-validation.md section 0), and
-a slope from two runs four layers apart read 2.3 to 3.5 ms a layer for one model within a minute
-(2026-11-25); `fwd_bwd_s` holds each depth's mean of its two runs. FSDP2 runs on
-one rank (world 1: no collective crosses a GPU, the hooks, casts and copies all run), fp32 master
-parameters, bf16 compute, fp32 reduce, as fsdp2_step.py --mode fsdp2. Used by measure_layers.py
+2, 6 and 12 decoder layers and its own depth (host_floor_fit.floor_depths), then the same depths
+again in reverse order; forward + backward of the whole model timed at 32 tokens, median of the
+iterations; the floor per layer is the least-squares slope over the runs, so the once-per-step
+costs (embedding, head and loss, FSDP2's root) fall into the intercept, reported beside it. Why
+two passes: the device machine's host speed drifts by 20% within a minute
+(harness/tools/host_floor_study.py, reports/sim-validation.md section 0), and a slope from two
+runs four layers apart read 2.3 to 3.5 ms a layer for one model within a minute (2026-11-25);
+`fwd_bwd_s` holds each depth's mean of its two runs. FSDP2 runs on one rank (world 1: no
+collective crosses a GPU, the hooks, casts and copies all run), fp32 master parameters, bf16
+compute, fp32 reduce, as fsdp2_step.py --mode fsdp2. Used by measure_layers.py
 --host-floor (--host-floor-processes N: N processes, the median per depth, median_over_processes);
 on its own, one process's floor:
     python3 harness/tools/measure_host_floor.py --scenario FILE --out FLOOR.json   # {"host_floor": [...]}
 Each entry is
-  {"model", "mode": "eager" | "fsdp2", "micro_batch", "seq_len", "layers": [2, 6, 12],
-   "fwd_bwd_s": [t2, t6, t12], "per_layer_s", "per_step_s"}
+  {"model", "mode": "eager" | "fsdp2", "micro_batch", "seq_len", "layers": [2, 6, 12, 36],
+   "fwd_bwd_s": [t2, t6, t12, t36], "per_layer_s", "per_step_s"}
 """
 
 import argparse
@@ -37,7 +38,9 @@ from host_floor_fit import floor_depths, least_squares, median_over_processes  #
 import dmuon_model
 
 TOKENS = 32
-ITERS, WARMUP = 10, 3
+# 20 timed iterations a visit (10 until 2026-11-27): a visit then spans about a second at the
+# deepest depth, so the host's drift within seconds averages in rather than deciding the visit.
+ITERS, WARMUP = 20, 3
 
 
 def _median_fwd_bwd(torch, spec, family, kwargs, layers, mode, device, log):
