@@ -56,6 +56,9 @@ EARLIER_LEASES = {
     "1xh100 2026-11-27 12:57": ("reports/measured/1xh100/lease-2026-11-27-1257/steps",
                                 "reports/measured/1xh100/lease-2026-11-27-1257/calibrate/h100-sxm.yaml",
                                 "scenarios/validation/qwen2.5-3b-dmuon-1xh100.yaml", "1xh100"),
+    "1xh100 2026-11-27 14:46": ("reports/measured/1xh100/lease-2026-11-27-1446/steps",
+                                "reports/measured/1xh100/lease-2026-11-27-1446/calibrate/h100-sxm.yaml",
+                                "scenarios/validation/qwen2.5-3b-dmuon-1xh100.yaml", "1xh100"),
 }
 
 
