@@ -18,6 +18,11 @@ For each scenario's model (the model's own transformers code, bf16, eager, as fs
   measure_layers.py does (events around forward and around backward), and again with the GPU held
   behind a spin kernel while the host issues the whole forward + backward, so that the timed
   interval holds GPU work only (no host lead time).
+- `--layer-intervals` instead: the model at its own depth, hooks at each decoder layer's start
+  (forward and backward), at 1 x 32 tokens, at the scenario's shape, and at 1 x 32 again: the
+  host's time per layer at each shape, and the GPU's lag behind the host at each hook (where the
+  GPU lags, the interval is the host's own). The floor probe times 32 tokens; a host-bound model's
+  whole step costs its host ~10% more a layer at its real shape (reports/sim-validation.md, stop 41).
 - host speed: the mean host cost of one tiny eager op (x.add_(1) on a one-element CUDA tensor,
   10,000 calls), a yardstick for the CPU this lease got.
 Progress on stderr; the JSON is written at the end.
@@ -111,6 +116,67 @@ def spun_depth_runs(torch, family, kwargs, device):
         del model
         torch.cuda.empty_cache()
     return rows
+
+
+def layer_intervals(torch, model, vocab, batch, seq, device):
+    """Per decoder layer, the host's time from one layer's start to the next, forward (pre-hooks in
+    layer order) and backward (backward pre-hooks, reverse order), and the GPU's lag behind the host
+    at each hook (an event recorded there against the host's clock): where the GPU lags, the host
+    was not waiting for it, so the interval is the host's own cost of that layer at this shape.
+    Medians over the iterations, per layer; forward + backward summed per layer where both lag."""
+    layers = model.model.layers
+    marks = []  # (host seconds since t0, event) in the order the hooks ran
+
+    def mark(*_):
+        ev = torch.cuda.Event(enable_timing=True)
+        ev.record()
+        marks.append((time.perf_counter(), ev))
+
+    handles = [m.register_forward_pre_hook(mark) for m in layers]
+    handles += [m.register_full_backward_pre_hook(mark) for m in layers]
+    ids = torch.randint(0, vocab, (batch, seq), device=device)
+    n = len(layers)
+    fwd, bwd, lag_f, lag_b = ([[] for _ in range(n)] for _ in range(4))
+    try:
+        for it in range(WARMUP + ITERS):
+            torch.cuda.synchronize()
+            marks.clear()
+            start = torch.cuda.Event(enable_timing=True)
+            start.record()
+            t0 = time.perf_counter()
+            loss = model(input_ids=ids, labels=ids, use_cache=False).loss
+            loss.backward()
+            torch.cuda.synchronize()
+            model.zero_grad(set_to_none=True)
+            if it < WARMUP:
+                continue
+            if len(marks) != 2 * n:
+                raise RuntimeError(f"expected {2 * n} layer hooks in an iteration, got {len(marks)}")
+            host = [h - t0 for h, _ in marks]
+            gpu = [start.elapsed_time(e) / 1e3 for _, e in marks]
+            for i in range(n - 1):  # forward: layer i+1 starts after layer i
+                fwd[i].append(host[i + 1] - host[i])
+                lag_f[i].append(gpu[i] - host[i])
+            for j in range(n - 1):  # backward: marks n.. in reverse layer order
+                bwd[j].append(host[n + j + 1] - host[n + j])
+                lag_b[j].append(gpu[n + j] - host[n + j])
+    finally:
+        for h in handles:
+            h.remove()
+    med = lambda xs: [statistics.median(x) for x in xs if x]  # noqa: E731
+    f, b, lf, lb = med(fwd), med(bwd), med(lag_f), med(lag_b)
+    led_f = [x for x, lag in zip(f, lf) if lag > 0]
+    led_b = [x for x, lag in zip(b, lb) if lag > 0]
+    out = {"batch": batch, "seq_len": seq, "forward_interval_s": f, "backward_interval_s": b,
+           "gpu_lag_forward_s": lf, "gpu_lag_backward_s": lb,
+           "forward_s_while_host_led": statistics.median(led_f) if led_f else None,
+           "backward_s_while_host_led": statistics.median(led_b) if led_b else None,
+           "layers_host_led": [len(led_f), len(led_b)]}
+    log(f"  {batch} x {seq} tokens: host a layer forward {statistics.median(f) * 1e3:.3f} ms, backward "
+        f"{statistics.median(b) * 1e3:.3f} ms (medians over layers); while the host led the GPU "
+        f"({len(led_f)} and {len(led_b)} of {n - 1} intervals): "
+        f"{(out['forward_s_while_host_led'] or 0) * 1e3:.3f} and {(out['backward_s_while_host_led'] or 0) * 1e3:.3f} ms")
+    return out
 
 
 def fit_slope(rows, key):
@@ -210,6 +276,9 @@ def main():
                    "the whole model at its scenario shape")
     p.add_argument("--only-spun-depth", action="store_true",
                    help="only the 32-token host issue times with the GPU idle and busy")
+    p.add_argument("--layer-intervals", action="store_true",
+                   help="only the host's time per decoder layer, from layer hooks, at 1 x 32 tokens and at the "
+                        "scenario's shape, the model at its own depth")
     a = p.parse_args()
     import torch
     import transformers
@@ -236,6 +305,17 @@ def main():
             result["models"].append({"model": spec["name"], "micro_batch": b, "seq_len": s, "layers": layers,
                                      "whole": {"gpu_s": gw, "host_issue_s": hw},
                                      "floor_by_tokens": token_depth_runs(torch, family, kwargs, device, counts)})
+            continue
+        if a.layer_intervals:
+            layers = kwargs["num_hidden_layers"]
+            model, vocab = dmuon_model.build_causal_lm(torch, family, kwargs, s, device, layers=layers)
+            shapes = [layer_intervals(torch, model, vocab, bb, ss, device) for bb, ss in ((1, TOKENS), (b, s), (1, TOKENS))]
+            gw, hw = time_whole(torch, model, vocab, b, s, device)
+            del model
+            torch.cuda.empty_cache()
+            log(f"  whole: GPU {gw * 1e3:.2f} ms, host issue {hw * 1e3:.2f} ms")
+            result["models"].append({"model": spec["name"], "layers": layers, "layer_intervals": shapes,
+                                     "whole": {"gpu_s": gw, "host_issue_s": hw}})
             continue
         if a.only_spun_depth:
             result["models"].append({"model": spec["name"], "spun_depth_32_tokens":
