@@ -20,9 +20,9 @@ For each scenario's model (the model's own transformers code, bf16, eager, as fs
   interval holds GPU work only (no host lead time).
 - `--layer-intervals` instead: the model at its own depth, hooks at each decoder layer's start
   (forward and backward), at 1 x 32 tokens, at the scenario's shape, and at 1 x 32 again: the
-  host's time per layer at each shape, and the GPU's lag behind the host at each hook (where the
-  GPU lags, the interval is the host's own). The floor probe times 32 tokens; a host-bound model's
-  whole step costs its host ~10% more a layer at its real shape (reports/sim-validation.md, stop 41).
+  host's time per layer at each shape, and the GPU's lag behind the host at each hook. Whether the
+  floor probe's 32 tokens price a host-bound model's layers at its real shape
+  (reports/sim-validation.md, stop 41).
 - host speed: the mean host cost of one tiny eager op (x.add_(1) on a one-element CUDA tensor,
   10,000 calls), a yardstick for the CPU this lease got.
 Progress on stderr; the JSON is written at the end.
@@ -121,9 +121,11 @@ def spun_depth_runs(torch, family, kwargs, device):
 def layer_intervals(torch, model, vocab, batch, seq, device):
     """Per decoder layer, the host's time from one layer's start to the next, forward (pre-hooks in
     layer order) and backward (backward pre-hooks, reverse order), and the GPU's lag behind the host
-    at each hook (an event recorded there against the host's clock): where the GPU lags, the host
-    was not waiting for it, so the interval is the host's own cost of that layer at this shape.
-    Medians over the iterations, per layer; forward + backward summed per layer where both lag."""
+    at each hook (an event recorded there against the host's clock). Where the GPU does not lag, the
+    host paced it and the interval is the host's own cost of that layer at this shape; where it
+    lags, the interval is the host's own too unless the launch queue was full (a GPU-bound model's
+    backward: Qwen2.5-3B at 2 x 2048 read its GPU's 3.2 ms a layer, 2026-11-27). Medians over the
+    iterations, per layer."""
     layers = model.model.layers
     marks = []  # (host seconds since t0, event) in the order the hooks ran
 
