@@ -242,9 +242,9 @@ std::vector<exec::CommSweepCurve> measure_collectives(const Args& a, const Scena
 
 // collective_step_overhead_us (several GPUs, per NCCL call) or local_collective_step_overhead_us
 // (one GPU, per launch) from the probe's phase and the curves just measured. A phase its curves
-// (and, on one GPU, the host's issue) already fill is recorded as 0 and said so. On one GPU the overhead is fitted as the
-// simulator applies it, each launch also waiting for the host's issue (local_step_overhead_seconds);
-// the plain spread over every launch is printed beside it.
+// (and, on one GPU, the host's issue) already fill is recorded as 0 and said so. On one GPU the
+// overhead is fitted as the simulator applies it, each launch also waiting for the host's issue
+// (local_step_overhead_seconds); the plain spread over every launch is printed beside it.
 void set_collective_step_overhead(CalibrationTable& t, const StepPlan& sp, const bench::StepLaunchProbe& probe, int world) {
   const CostModel measured(device_profile(t.gpu, "--profile"), t);
   const CurvePricedCollectives priced = curve_priced_collectives(sp.plan, 0, measured);

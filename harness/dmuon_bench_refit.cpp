@@ -74,7 +74,10 @@ int refit_overhead_command(int argc, char** argv) {
     const double issue_s = *table.executor_issue_us * 1e-6;
     const double overhead_s = local_step_overhead_seconds(phase_ms * 1e-3, priced, issue_s);
     const std::string text = with_overhead(read_regular_file(calibration_file), calibration_file, overhead_s * 1e6);
-    std::ofstream(calibration_file) << text;
+    std::ofstream out(calibration_file, std::ios::binary);
+    if (!out) throw Error(calibration_file + ": cannot open for writing");
+    out << text;
+    if (!out.flush()) throw Error(calibration_file + ": write failed");
     std::cerr << "dmuon-bench refit-overhead: " << calibration_file << ": local_collective_step_overhead_us "
               << *table.local_collective_step_overhead_us << " -> " << overhead_s * 1e6 << " (phase " << phase_ms << " ms, "
               << priced.launches << " launches, each issued " << *table.executor_issue_us << " us after the last)\n";

@@ -16,7 +16,7 @@ roofline and flat MFU the simulator used before), and writes
   - with --parity PREFIX, PREFIX-calibrated.json and PREFIX-datasheet.json: the rows of models
     outside the calibration in `dmuon-sim --validate --json`'s row format, for
     `harness/tools/plot.py parity`.
-EARLIER_LEASES adds earlier leases of a machine, each calibration against the steps of its own
+EARLIER_LEASE_STAMPS adds earlier leases of a machine, each calibration against the steps of its own
 lease: their rows go to "earlier_lease_rows" and per lease to the summary's "earlier_leases", and
 their tables follow the machine's; the headline figures stay the current files'.
 A report whose command forced an NS kernel (`--ns-impl X`) keeps its adamw and collective rows;
@@ -43,23 +43,29 @@ MACHINES = {
 }
 CALIBRATION_MODEL = "qwen2.5-3b"
 # Earlier leases of a machine, each its own calibration against its own steps (the same code):
-# label -> (folder of its step-*.json, its calibration, the scenario it was measured on, machine).
-# Not in the summary's headline figures, which are the current files'; in "earlier_leases", so
-# that the spread from one lease of the same machine to the next stays in view.
-EARLIER_LEASES = {
-    "1xh100 2026-11-26 23:43": ("reports/measured/1xh100/lease-2026-11-26-2343/steps",
-                                "reports/measured/1xh100/lease-2026-11-26-2343/calibrate/h100-sxm.yaml",
-                                "scenarios/validation/qwen2.5-3b-dmuon-1xh100.yaml", "1xh100"),
-    "1xh100 2026-11-27 12:46": ("reports/measured/1xh100/lease-2026-11-27-1246/steps",
-                                "reports/measured/1xh100/lease-2026-11-27-1246/calibrate/h100-sxm.yaml",
-                                "scenarios/validation/qwen2.5-3b-dmuon-1xh100.yaml", "1xh100"),
-    "1xh100 2026-11-27 12:57": ("reports/measured/1xh100/lease-2026-11-27-1257/steps",
-                                "reports/measured/1xh100/lease-2026-11-27-1257/calibrate/h100-sxm.yaml",
-                                "scenarios/validation/qwen2.5-3b-dmuon-1xh100.yaml", "1xh100"),
-    "1xh100 2026-11-27 14:46": ("reports/measured/1xh100/lease-2026-11-27-1446/steps",
-                                "reports/measured/1xh100/lease-2026-11-27-1446/calibrate/h100-sxm.yaml",
-                                "scenarios/validation/qwen2.5-3b-dmuon-1xh100.yaml", "1xh100"),
+# machine -> the stamps of its lease folders, reports/measured/<machine>/lease-<stamp>/ with steps/
+# and calibrate/<the machine's calibration file name>, measured on the machine's calibration
+# scenario. Not in the summary's headline figures, which are the current files'; in
+# "earlier_leases", so that the spread from one lease of the same machine to the next stays in view.
+EARLIER_LEASE_STAMPS = {
+    "1xh100": ["2026-11-26-2343", "2026-11-27-1246", "2026-11-27-1257", "2026-11-27-1446"],
 }
+
+
+def earlier_leases():
+    """label ("1xh100 2026-11-26 23:43") -> (folder of its step-*.json, its calibration, the scenario
+    it was measured on, machine), from EARLIER_LEASE_STAMPS."""
+    out = {}
+    for machine, stamps in EARLIER_LEASE_STAMPS.items():
+        calibration, scenario = MACHINES[machine]
+        for stamp in stamps:
+            folder = f"reports/measured/{machine}/lease-{stamp}"
+            label = f"{machine} {stamp[:10]} {stamp[11:13]}:{stamp[13:15]}"
+            out[label] = (f"{folder}/steps", f"{folder}/calibrate/{os.path.basename(calibration)}", scenario, machine)
+    return out
+
+
+EARLIER_LEASES = earlier_leases()
 
 
 def run_validate(sim, measured, scenario, calibration):
