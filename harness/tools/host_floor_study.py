@@ -37,6 +37,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dmuon_model  # noqa: E402
+import host_floor_fit  # noqa: E402
 import measure_whole  # noqa: E402
 import provenance  # noqa: E402
 
@@ -182,13 +183,8 @@ def layer_intervals(torch, model, vocab, batch, seq, device):
 
 
 def fit_slope(rows, key):
-    """Least-squares per-layer slope and intercept of rows[key] against layers."""
-    xs = [r["layers"] for r in rows]
-    ys = [r[key] for r in rows]
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    sxx = sum((x - mx) ** 2 for x in xs)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
-    return slope, my - slope * mx
+    """Least-squares per-layer slope and intercept of rows[key] against layers (the floor's fit)."""
+    return host_floor_fit.least_squares([(r["layers"], r[key]) for r in rows])
 
 
 def part_times(torch, run, spun):
