@@ -112,18 +112,8 @@ double time_point(const Target& t, OpKind kind, std::size_t bytes, RankHandle& h
                             std::to_string(bytes) + " bytes on " + std::to_string(t.ranks) + " ranks";
   const int iterations = iterations_at(bytes, o);
   const int warmup = bytes > (std::size_t{64} << 20) ? std::min(o.warmup, 2) : o.warmup;
-  try {
-    for (int i = 0; i < warmup; ++i) launch(t, kind, bytes);
-    DMUON_CUDA_CHECK(cudaEventRecord(events[0], t.stream));
-    for (int i = 0; i < iterations; ++i) launch(t, kind, bytes);
-    DMUON_CUDA_CHECK(cudaEventRecord(events[1], t.stream));
-    wait_for(events[1], h, t.comm, o.timeout_seconds, where);
-    return cuda::elapsed_seconds(events[0], events[1]) / iterations;
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    if (what.rfind(where, 0) == 0) throw;
-    throw Error(where + ": " + what);
-  }
+  return loop_seconds_per_call([&] { launch(t, kind, bytes); }, warmup, iterations, t.stream, events[0], events[1], h,
+                               t.comm, o.timeout_seconds, where);
 }
 
 std::vector<std::size_t> sizes_of(const CommSweepOptions& o) {

@@ -98,18 +98,8 @@ std::vector<GroupedCallPoint> probe_grouped_calls(RankHandle& h, const GroupedCa
         const std::string where = "rank " + std::to_string(h.rank()) + ": grouped call probe, " + std::to_string(calls) +
                                   " " + std::string(to_string(kind)) + " calls of " + std::to_string(bytes) + " bytes";
         const auto group = [&] { launch_group(kind, buffer.as<char>(), part, calls, comm.get(), stream.get()); };
-        try {
-          for (int i = 0; i < o.warmup; ++i) group();
-          DMUON_CUDA_CHECK(cudaEventRecord(events[0], stream.get()));
-          for (int i = 0; i < o.iterations; ++i) group();
-          DMUON_CUDA_CHECK(cudaEventRecord(events[1], stream.get()));
-          wait_for(events[1], h, comm.get(), o.timeout_seconds, where);
-        } catch (const Error& e) {
-          const std::string what = e.what();
-          if (what.rfind(where, 0) == 0) throw;
-          throw Error(where + ": " + what);
-        }
-        samples[p][c].push_back(cuda::elapsed_seconds(events[0], events[1]) / o.iterations);
+        samples[p][c].push_back(loop_seconds_per_call(group, o.warmup, o.iterations, stream.get(), events[0], events[1],
+                                                      h, comm.get(), o.timeout_seconds, where));
       }
     }
   }

@@ -5,6 +5,8 @@
 
 #include "core/error.hpp"
 #include "kernels/comm/world.hpp"
+#include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/cuda_events.hpp"
 
 namespace dmuon::exec {
 
@@ -24,6 +26,23 @@ void wait_for(cudaEvent_t done, RankHandle& h, ncclComm_t comm, double timeout_s
     else std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
   throw Error(where + ": did not complete: " + cause);
+}
+
+double loop_seconds_per_call(const std::function<void()>& launch, int warmup, int iterations, cudaStream_t stream,
+                             cudaEvent_t start, cudaEvent_t end, RankHandle& h, ncclComm_t comm, double timeout_seconds,
+                             const std::string& where) {
+  try {
+    for (int i = 0; i < warmup; ++i) launch();
+    DMUON_CUDA_CHECK(cudaEventRecord(start, stream));
+    for (int i = 0; i < iterations; ++i) launch();
+    DMUON_CUDA_CHECK(cudaEventRecord(end, stream));
+    wait_for(end, h, comm, timeout_seconds, where);
+    return cuda::elapsed_seconds(start, end) / iterations;
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    if (what.rfind(where, 0) == 0) throw;
+    throw Error(where + ": " + what);
+  }
 }
 
 }  // namespace dmuon::exec
