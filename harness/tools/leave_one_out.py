@@ -49,19 +49,20 @@ CALIBRATION_MODEL = "qwen2.5-3b"
 # "earlier_leases", so that the spread from one lease of the same machine to the next stays in view.
 EARLIER_LEASE_STAMPS = {
     "1xh100": ["2026-11-26-2343", "2026-11-27-1246", "2026-11-27-1257", "2026-11-27-1446"],
+    "2xh100": ["2026-11-27-0042"],
 }
 
 
 def earlier_leases():
-    """label ("1xh100 2026-11-26 23:43") -> (folder of its step-*.json, its calibration, the scenario
-    it was measured on, machine), from EARLIER_LEASE_STAMPS."""
+    """label ("1xh100 2026-11-26 23:43") -> (its lease folder, its calibration, the scenario it was
+    measured on, machine), from EARLIER_LEASE_STAMPS."""
     out = {}
     for machine, stamps in EARLIER_LEASE_STAMPS.items():
         calibration, scenario = MACHINES[machine]
         for stamp in stamps:
             folder = f"reports/measured/{machine}/lease-{stamp}"
             label = f"{machine} {stamp[:10]} {stamp[11:13]}:{stamp[13:15]}"
-            out[label] = (f"{folder}/steps", f"{folder}/calibrate/{os.path.basename(calibration)}", scenario, machine)
+            out[label] = (folder, f"{folder}/calibrate/{os.path.basename(calibration)}", scenario, machine)
     return out
 
 
@@ -128,13 +129,19 @@ def main():
     a = p.parse_args()
     everything, md, memory, memory_md, excluded, not_compared = [], [], [], [], [], []
     earlier = []  # rows of EARLIER_LEASES
-    sources = [(machine, f"reports/measured/{machine}", "*.json", calibration, scenario, None)
+    # (pattern, the prefix its reports' names lack): a machine's folder names its reports step-,
+    # compute- and fsdp2-<scenario name>.json; a lease folder keeps them in steps/, compute/, fsdp2/
+    # (device_validate.sh), the last two without the prefix.
+    machine_files = [("*.json", "")]
+    lease_files = [("steps/step-*.json", ""), ("compute/*.json", "compute-"), ("fsdp2/*.json", "fsdp2-")]
+    sources = [(machine, f"reports/measured/{machine}", machine_files, calibration, scenario, None)
                for machine, (calibration, scenario) in MACHINES.items()]
-    sources += [(machine, folder, "step-*.json", calibration, scenario, label)
+    sources += [(machine, folder, lease_files, calibration, scenario, label)
                 for label, (folder, calibration, scenario, machine) in EARLIER_LEASES.items()]
-    for machine, folder, pattern, calibration, calibration_scenario, lease in sources:
+    for machine, folder, patterns, calibration, calibration_scenario, lease in sources:
         # Chrome traces sit beside the reports they belong to; they are not measurements to compare.
-        files = sorted(f for f in glob.glob(f"{folder}/{pattern}")
+        files = sorted((prefix + os.path.basename(f)[:-5], f)
+                       for pattern, prefix in patterns for f in glob.glob(f"{folder}/{pattern}")
                        if not f.endswith("-trace.json") and not is_standin(f))
         if not files:
             continue
@@ -142,8 +149,7 @@ def main():
         md += [f"### {heading} (calibration `{calibration}`, measured on `{calibration_scenario}`)", "",
                "| configuration | strategy | quantity | measured ms | datasheet ms | error | calibrated ms | error | in calibration |",
                "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
-        for f in files:
-            name = os.path.basename(f)[:-5]
+        for name, f in files:
             config = name.split("-", 1)[1]  # step- / compute- / fsdp2-<scenario name>
             scenario = f"scenarios/validation/{config}.yaml" if name.startswith(("compute-", "fsdp2-")) else None
             datasheet = run_validate(a.sim, f, scenario, None)
