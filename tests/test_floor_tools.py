@@ -6,7 +6,9 @@
   least_squares and median_over_processes: the depths the host floor is timed at for a model, the
   slope fitted over its runs, and one floor from several processes' (per depth the median);
 - harness/tools/measure_whole.py measure_if_gpu_bound: when the whole model's plain timing is
-  written (a GPU-bound run by the host floor) and that a failure leaves it out.
+  written (a GPU-bound run by the host floor) and that a failure leaves it out;
+- harness/tools/one_rank_floor.py: the one-rank FSDP2 floor re-derived from a calibration call's
+  log (several processes, one process) and put in place of a calibration's fsdp2 row.
 
     /usr/bin/python3 tests/test_floor_tools.py     # CTest: floor_tools
 """
@@ -21,6 +23,7 @@ import leave_one_out  # noqa: E402
 
 import host_floor_fit  # noqa: E402
 import measure_whole  # noqa: E402
+import one_rank_floor  # noqa: E402
 
 
 class ForcedNsImpl(unittest.TestCase):
@@ -144,6 +147,114 @@ class WholeModelGate(unittest.TestCase):
             raise RuntimeError("CUDA out of memory")
         self.assertIsNone(self.gate(self.result(0.0045, 0.0024), boom))
         self.assertIn("whole FAILED (RuntimeError: CUDA out of memory)", self.logged[-1])
+
+
+class OneRankFloor(unittest.TestCase):
+    # A calibration's host_floor block as dmuon-bench calibrate writes it.
+    CALIBRATION = (
+        "# header\n"
+        "forward_backward:\n"
+        "  host_floor:\n"
+        '    - {model: "qwen2.5-3b", mode: eager, micro_batch: 1, seq_len: 32, layers: [2, 6], fwd_bwd_s: [0.005, 0.013], per_layer_s: 0.002, per_step_s: 0.001}\n'
+        '    - {model: "qwen2.5-3b", mode: fsdp2, micro_batch: 1, seq_len: 32, world: 2, layers: [18, 36], fwd_bwd_s: [0.16, 0.3], per_layer_s: 0.0077, per_step_s: 0.0213}\n'
+        "tail: 1\n")
+
+    @staticmethod
+    def depth_line(mode, layers, ms, child=None):
+        who = f"  [process {child}] " if child else " "
+        return f"[measure_layers 16:42:10]{who}host floor {mode} {layers} layers: fwd+bwd {ms:.2f} ms at 32 tokens"
+
+    def test_one_process_refits_its_two_passes(self):
+        # FSDP2 on the line 4 ms + 6 ms a layer, the second pass 1 ms slower at 6 layers; eager lines
+        # and a child's lines are not this floor.
+        log = "\n".join([self.depth_line("compute-only", 2, 9.0), self.depth_line("fsdp2", 2, 16.0),
+                         self.depth_line("fsdp2", 6, 40.0), self.depth_line("fsdp2", 12, 76.0),
+                         self.depth_line("fsdp2", 12, 76.0), self.depth_line("fsdp2", 6, 41.0),
+                         self.depth_line("fsdp2", 2, 16.0), self.depth_line("fsdp2", 2, 99.0, child=2)])
+        layers, times, per_layer, per_step, tokens = one_rank_floor.from_log(log, "run.log")
+        self.assertEqual(layers, [2, 6, 12])
+        self.assertEqual(tokens, 32)
+        for got, want in zip(times, [0.016, 0.0405, 0.076]):
+            self.assertAlmostEqual(got, want, places=12)
+        want_slope, want_icpt = host_floor_fit.least_squares(
+            [(2, 0.016), (6, 0.040), (12, 0.076), (12, 0.076), (6, 0.041), (2, 0.016)])
+        self.assertAlmostEqual(per_layer, want_slope, places=12)
+        self.assertAlmostEqual(per_step, want_icpt, places=12)
+        self.assertGreater(per_layer, 0.0059)
+        self.assertLess(per_layer, 0.0061)
+
+    def test_several_processes_take_the_logged_entries_median(self):
+        def entries(scale):
+            return [{"model": "qwen2.5-3b", "mode": "eager", "micro_batch": 1, "seq_len": 32, "layers": [2, 6],
+                     "fwd_bwd_s": [0.005 * scale, 0.013 * scale], "per_layer_s": 1, "per_step_s": 0},
+                    {"model": "qwen2.5-3b", "mode": "fsdp2", "micro_batch": 1, "seq_len": 32, "layers": [2, 6],
+                     "fwd_bwd_s": [0.016 * scale, 0.040 * scale], "per_layer_s": 1, "per_step_s": 0}]
+        import json
+        log = "\n".join([self.depth_line("fsdp2", 2, 99.0), self.depth_line("fsdp2", 6, 999.0)] +
+                        [f"[measure_layers 16:44:08] host floor process {i} of 3: {json.dumps(entries(k))}"
+                         for i, k in ((1, 1.0), (2, 1.3), (3, 0.9))])
+        layers, times, per_layer, per_step, tokens = one_rank_floor.from_log(log, "run.log")
+        self.assertEqual(layers, [2, 6])  # the processes' entries, not the main process's depth lines
+        self.assertEqual(times, [0.016, 0.040])
+        self.assertAlmostEqual(per_layer, 0.006, places=12)
+        self.assertAlmostEqual(per_step, 0.004, places=12)
+
+    def test_a_log_without_the_floor_is_refused(self):
+        with self.assertRaisesRegex(one_rank_floor.FloorError, "run.log: no one-rank FSDP2 floor"):
+            one_rank_floor.from_log(self.depth_line("compute-only", 2, 9.0), "run.log")
+        with self.assertRaisesRegex(one_rank_floor.FloorError, "run.log: .*no positive slope"):
+            one_rank_floor.from_log("\n".join([self.depth_line("fsdp2", 2, 20.0), self.depth_line("fsdp2", 6, 19.0)]),
+                                    "run.log")
+
+    def test_the_row_is_replaced_and_nothing_else(self):
+        text, row = one_rank_floor.replace_fsdp2_row(self.CALIBRATION, "cal.yaml", [2, 6], [0.016, 0.04], 0.006,
+                                                     0.004, seq_len=32)
+        want = ('    - {model: "qwen2.5-3b", mode: fsdp2, micro_batch: 1, seq_len: 32, layers: [2, 6], '
+                'fwd_bwd_s: [0.016, 0.04], per_layer_s: 0.006, per_step_s: 0.004}')
+        self.assertEqual(row, want)
+        before, after = self.CALIBRATION.splitlines(), text.splitlines()
+        self.assertEqual(len(before), len(after))
+        self.assertEqual([b for b, a in zip(before, after) if b != a], [before[4]])
+        self.assertEqual(after[4], want)  # no world key: a one-rank floor
+        # With world it is kept.
+        _, row = one_rank_floor.replace_fsdp2_row(self.CALIBRATION, "cal.yaml", [18, 36], [0.16, 0.3], 0.0078,
+                                                  0.0196, world=2)
+        self.assertIn("seq_len: 32, world: 2, layers: [18, 36]", row)
+
+    def test_a_calibration_it_cannot_place_the_row_in_is_refused(self):
+        r = one_rank_floor.replace_fsdp2_row
+        no_row = self.CALIBRATION.replace("mode: fsdp2", "mode: eager")
+        with self.assertRaisesRegex(one_rank_floor.FloorError, "cal.yaml: .*expected one fsdp2 row, found 0"):
+            r(no_row, "cal.yaml", [2, 6], [0.016, 0.04], 0.006, 0.004)
+        two = self.CALIBRATION.replace("tail: 1\n", self.CALIBRATION.splitlines()[4] + "\n")
+        with self.assertRaisesRegex(one_rank_floor.FloorError, "found 2"):
+            r(two, "cal.yaml", [2, 6], [0.016, 0.04], 0.006, 0.004)
+        with self.assertRaisesRegex(one_rank_floor.FloorError, "cal.yaml: host_floor fsdp2 seq_len: 32, but .* 64 tokens"):
+            r(self.CALIBRATION, "cal.yaml", [2, 6], [0.016, 0.04], 0.006, 0.004, seq_len=64)
+
+    def test_the_command_rewrites_the_file_and_exits_1_with_the_file_named(self):
+        import contextlib
+        import io
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            log, cal = os.path.join(tmp, "run.log"), os.path.join(tmp, "cal.yaml")
+            with open(log, "w") as f:
+                f.write("\n".join([self.depth_line("fsdp2", 2, 16.0), self.depth_line("fsdp2", 6, 40.0)]) + "\n")
+            with open(cal, "w") as f:
+                f.write(self.CALIBRATION)
+            with contextlib.redirect_stdout(io.StringIO()):
+                self.assertEqual(one_rank_floor.main([log, cal]), 0)
+            with open(cal) as f:
+                self.assertIn("layers: [2, 6], fwd_bwd_s: [0.016, 0.04], per_layer_s: 0.006", f.read())
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                self.assertEqual(one_rank_floor.main([os.path.join(tmp, "absent.log"), cal]), 1)
+            self.assertIn("absent.log: cannot read", err.getvalue())
+            with open(log, "w") as f:
+                f.write("nothing here\n")
+            with contextlib.redirect_stderr(err):
+                self.assertEqual(one_rank_floor.main([log, cal]), 1)
+            self.assertIn("run.log: no one-rank FSDP2 floor", err.getvalue())
 
 
 if __name__ == "__main__":

@@ -15,9 +15,10 @@
 // per_layer_s is the slope over the depths, per_step_s the intercept. One entry per mode at most.
 // host_seconds_at_depth gives a model's host time from that line (its per-layer share then paces
 // the blocks, core/cost/host_paced.hpp). `world`
-// (optional, default 1): the GPUs it ran on. FSDP2 is measured on all of the machine's GPUs
-// (harness/tools/world_host_floor.py) where it has several: one rank's floor did not follow the
-// 2-GPU step's host cost from one lease to the next (reports/sim-validation.md).
+// (optional, default 1): the GPUs it ran on. The committed calibrations take FSDP2's floor on one
+// GPU on machines of several too (harness/tools/one_rank_floor.py: it predicted the 2-GPU FSDP2
+// steps of seven leases better than the same model's 32-token floor on all GPUs,
+// harness/tools/world_host_floor.py, whose rows carry world: N).
 #pragma once
 #include <optional>
 #include <string>

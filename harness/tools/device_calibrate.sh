@@ -4,10 +4,12 @@
 # `dmuon-bench calibrate` with them. Run from the repository root on the GPU machine with $OUT set:
 #   DMUON_COMMIT=<commit> bash harness/tools/device_calibrate.sh SCENARIO NAME
 # writes $OUT/NAME.yaml (the calibration; commit it as scenarios/calibration/NAME.yaml),
-# $OUT/layers.json, $OUT/calibrate.txt (the nccl-tests tables and the summary), $OUT/run.log, and on
-# several GPUs $OUT/floor-{full,half}.json (the FSDP2 host floor's two depths, each the median of
-# FLOOR_PROCESSES runs, whose own reports are floor-{full,half}-p<N>.json). With FLOOR_PROCESSES=3
-# on two GPUs the call runs longer (four more floor runs of ~25 s): leave the steps to a second call.
+# $OUT/layers.json, $OUT/calibrate.txt (the nccl-tests tables and the summary), $OUT/run.log. FSDP2's
+# host floor is measure_layers.py's one-rank floor on every machine (harness/tools/one_rank_floor.py
+# says why). WORLD_FLOOR_RUNS=1 on several GPUs also times FSDP2 on all of them at 32 tokens (the
+# calibration model at its depth and half of it, each the median of FLOOR_PROCESSES runs:
+# $OUT/floor-{full,half}.json, their own reports floor-{full,half}-p<N>.json; ~190 s on 2 x H100 with
+# three processes), for host_floor_statistics.py's comparison; the calibration does not use them.
 # The GPU machine's copy of the tree has no .git: pass the commit in DMUON_COMMIT (else
 # "unknown"). DMUON_CALIBRATE_ARGS adds options (e.g. "--ns-grid small"). DMUON_CALIBRATE_STAGE:
 # calibrate (default: build, layers, calibrate), tests (build, then the calibrate CLI and GPU
@@ -54,11 +56,12 @@ if [ -f harness/tools/measure_layers.py ]; then
 else
   say "harness/tools/measure_layers.py absent: calibrating without forward_backward"
 fi
-# Several GPUs: FSDP2's floor on all of them (the full depth and half of it, 32 tokens), in place
-# of the one-rank floor of measure_layers.py (harness/tools/world_host_floor.py says why).
+# WORLD_FLOOR_RUNS=1, several GPUs: FSDP2's floor runs on all of them (the full depth and half of it,
+# 32 tokens), kept beside the calibration for harness/tools/host_floor_statistics.py, not merged:
+# until 2026-11-27 they replaced the one-rank floor, which predicts the FSDP2 steps better.
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-if [ ${#LAYERS[@]} -gt 0 ] && [ "$NGPU" -ge 2 ]; then
-  say "FSDP2 host floor on $NGPU GPUs (fsdp2_step.py --num-layers, world_host_floor.py)"
+if [ "${WORLD_FLOOR_RUNS:-0}" = 1 ] && [ "$NGPU" -ge 2 ]; then
+  say "FSDP2 floor runs on $NGPU GPUs (fsdp2_step.py --num-layers; not used by the calibration)"
   floor_run() {  # DEPTH-ARGS... OUT
     local out=${@: -1}
     PYTHONUNBUFFERED=1 timeout 150 torchrun --standalone --nproc_per_node "$NGPU" harness/tools/fsdp2_step.py \
@@ -81,11 +84,10 @@ if [ ${#LAYERS[@]} -gt 0 ] && [ "$NGPU" -ge 2 ]; then
     done
     floor_depth full && floor_depth half
   }
-  if floor_rounds &&
-     python3 harness/tools/world_host_floor.py $OUT/floor-half.json $OUT/floor-full.json --merge-into $OUT/layers.json >> "$LOG" 2>&1; then
-    say "FSDP2 host floor on $NGPU GPUs merged into layers.json"
+  if floor_rounds && python3 harness/tools/world_host_floor.py $OUT/floor-half.json $OUT/floor-full.json >> "$LOG" 2>&1; then
+    say "FSDP2 floor runs on $NGPU GPUs done (floor-{half,full}.json)"
   else
-    say "FSDP2 host floor on $NGPU GPUs FAILED (exit $?): the one-rank floor stays"
+    say "FSDP2 floor runs on $NGPU GPUs FAILED (exit $?)"
   fi
 fi
 say "dmuon-bench calibrate"

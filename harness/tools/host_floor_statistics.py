@@ -5,7 +5,10 @@ For every lease with both FSDP2 floor runs (fsdp2_step.py at 32 tokens, the cali
 depths: floor-half.json, floor-full.json) and FSDP2 + AdamW steps (fsdp2-*.json), refits the
 calibration's fsdp2 host_floor line from each run's per-iteration times with the median (what
 world_host_floor.py commits), the lower quartile and the minimum (host hiccups only ever add time),
-and prints `dmuon-sim --validate`'s FSDP2 error for each step. Analysis only: writes nothing but a
+and prints `dmuon-sim --validate`'s FSDP2 error for each step. A fourth line, "one-rank", puts the
+same lease's one-rank FSDP2 floor (measure_layers.py's, on one GPU without collectives, re-derived
+from the floor folder's run.log by one_rank_floor.py) in place of the 2-GPU line: what the
+calibrations use since stop 42. Analysis only: writes nothing but a
 temporary calibration. Run from the repository root after building dmuon-sim:
 
     /usr/bin/python3 harness/tools/host_floor_statistics.py [--sim build/harness/dmuon-sim]
@@ -18,6 +21,8 @@ import re
 import statistics
 import subprocess
 import tempfile
+
+import one_rank_floor  # harness/tools/, beside this script
 
 # (label, calibration file, folder of its floor runs, folder of the FSDP2 steps)
 LEASES = [
@@ -32,11 +37,13 @@ LEASES = [
     # Stop 34's 2 x H100 calibration: its own floor runs, the 15:15 lease's FSDP2 steps.
     ("2xh100 21:49 (FSDP2 15:15)", "reports/measured/2xh100/lease-2026-11-26-2149/calibrate/h100-sxm-x2.yaml",
      "reports/measured/2xh100/lease-2026-11-26-2149/calibrate", "reports/measured/2xh100/fsdp2-2026-11-26-1520"),
-    # The committed one (stop 35): calibration, floor runs and FSDP2 steps of one lease.
-    ("2xh100 00:42", "scenarios/calibration/h100-sxm-x2.yaml",
-     "reports/measured/2xh100/lease-2026-11-27-0042/calibrate", "reports/measured/2xh100"),
+    # Stop 35's: calibration, floor runs and FSDP2 steps of one lease.
+    ("2xh100 00:42", "reports/measured/2xh100/lease-2026-11-27-0042/calibrate/h100-sxm-x2.yaml",
+     "reports/measured/2xh100/lease-2026-11-27-0042/calibrate", "reports/measured/2xh100/lease-2026-11-27-0042/fsdp2"),
+    # The committed one (stop 42): the same, each floor depth and each step the median of three processes.
+    ("2xh100 16:38", "scenarios/calibration/h100-sxm-x2.yaml",
+     "reports/measured/2xh100/lease-2026-11-27-1638/calibrate", "reports/measured/2xh100"),
 ]
-FLOOR_ROW = re.compile(r"(- \{model: \"[^\"]+\", mode: fsdp2,[^}]*fwd_bwd_s: )\[[^\]]*\](, per_layer_s: )[^,]*(, per_step_s: )[^}]*\}")
 
 
 def statistic(values, how):
@@ -57,24 +64,37 @@ def main():
         for label, cal, floors, steps in LEASES:
             runs = [json.load(open(os.path.join(floors, f"floor-{d}.json"))) for d in ("half", "full")]
             text = open(cal).read()
-            if not FLOOR_ROW.search(text):
-                raise SystemExit(f"{cal}: no fsdp2 host_floor row")
-            for how in ("median", "q25", "min"):
-                (a, ta), (b, tb) = [(r["num_layers"], statistic([x[0] for x in r["per_iteration_seconds"]], how)) for r in runs]
-                per_layer = (tb - ta) / (b - a)
-                per_step = tb - per_layer * b
-                open(calibration, "w").write(FLOOR_ROW.sub(
-                    lambda m: f"{m.group(1)}[{ta}, {tb}]{m.group(2)}{per_layer}{m.group(3)}{per_step}}}", text))
+            log = os.path.join(floors, "run.log")
+            for how in ("median", "q25", "min", "one-rank"):
+                try:
+                    if how == "one-rank":
+                        layers, times, per_layer, per_step, _ = one_rank_floor.from_log(open(log).read(), log)
+                        world = 1
+                    else:
+                        (a, ta), (b, tb) = [(r["num_layers"], statistic([x[0] for x in r["per_iteration_seconds"]], how))
+                                            for r in runs]
+                        layers, times, world = [a, b], [ta, tb], runs[1]["world"]
+                        per_layer = (tb - ta) / (b - a)
+                        per_step = tb - per_layer * b
+                    changed, _ = one_rank_floor.replace_fsdp2_row(text, cal, layers, times, per_layer, per_step,
+                                                                  world=world)
+                except one_rank_floor.FloorError as e:
+                    print(f"{label:28s} {how:8s} {e}")
+                    continue
+                open(calibration, "w").write(changed)
                 cells = []
                 for f in sorted(os.listdir(steps)):
-                    if not (f.startswith("fsdp2-") and f.endswith(".json")):
+                    # a machine folder names them fsdp2-<scenario>.json; a lease's fsdp2/ folder
+                    # (device_validate.sh) <scenario>.json
+                    lease_folder = os.path.basename(os.path.normpath(steps)) == "fsdp2"
+                    if not f.endswith(".json") or not (f.startswith("fsdp2-") or lease_folder):
                         continue
-                    config = f[len("fsdp2-"):-len(".json")]
+                    config = f[:-len(".json")].removeprefix("fsdp2-")
                     r = subprocess.run([args.sim, "--scenario", f"scenarios/validation/{config}.yaml", "--calibration",
                                         calibration, "--validate", os.path.join(steps, f)], capture_output=True, text=True)
                     m = re.search(r"fwd\+bwd \(FSDP2 \+ AdamW\)\s+\S+\s+\S+\s+ms\s+(\S+)", r.stdout)
                     cells.append(f"{config.split('-torch')[0]} {m.group(1) if m else 'FAILED: ' + r.stderr.strip()[:60]}")
-                print(f"{label:28s} {how:6s} floor {per_layer * 1e3:.2f} ms a layer {per_step * 1e3:+6.1f} ms | " + "; ".join(cells))
+                print(f"{label:28s} {how:8s} floor {per_layer * 1e3:.2f} ms a layer {per_step * 1e3:+6.1f} ms | " + "; ".join(cells))
 
 
 if __name__ == "__main__":

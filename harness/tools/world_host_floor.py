@@ -4,9 +4,12 @@ the calibration model at 32 tokens: the model at two depths (fsdp2_step.py --num
 forward + backward under FSDP2 on every GPU (torchrun). The floor is the slope between them; the
 intercept is what a step costs outside its layers.
 
-Why not measure_host_floor.py's one-rank FSDP2 floor: on 2 x H200 its 2-and-6-layer slope read 3.36
-ms a layer on a lease whose 2-GPU FSDP2 steps took 8.3 ms a layer at full size (5.17 ms on one that
-took 6.7), so it did not follow the step's host cost from lease to lease (reports/sim-validation.md).
+Not what the calibrations use since 2026-11-27 (stop 42): they take measure_host_floor.py's one-rank
+FSDP2 floor, which predicted the 2-GPU FSDP2 steps of seven leases better (harness/tools/
+one_rank_floor.py says by how much and why). Until then device_calibrate.sh merged this one in its
+place, because on one 2 x H200 lease the one-rank slope over 2 and 6 layers had read 3.36 ms a layer
+where the FSDP2 steps took 8.3 a layer. It stays for the comparison (host_floor_statistics.py, with
+device_calibrate.sh WORLD_FLOOR_RUNS=1) and for a calibration by hand:
 
     /usr/bin/python3 harness/tools/world_host_floor.py HALF.json FULL.json --merge-into layers.json
 
