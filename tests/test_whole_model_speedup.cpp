@@ -61,3 +61,16 @@ TEST_CASE("a shape without torch's time or ours is named and no speedup is claim
   CHECK(w[0].missing == std::vector<std::string>{"256x2048"});
   CHECK(w[0].matrices == 2);
 }
+
+TEST_CASE("shapes are timed at the executor's batch: the model's count, at most max_batch, within the element guard") {
+  // Qwen2.5-3B's 72 11008 x 2048 MLP matrices: 64 a call, as the executor batches them.
+  CHECK(executor_batch(72, 11008, 2048, 1L << 32, 64) == 64);
+  CHECK(executor_batch(36, 2048, 11008, 1L << 32, 64) == 36);
+  // The element guard wins where it is lower (the old 2^26 default gave 2 here).
+  CHECK(executor_batch(72, 11008, 2048, 1L << 26, 64) == 2);
+  CHECK(executor_batch(64, 14336, 4096, 1L << 26, 64) == 1);
+  // No batched timing: one matrix, a guard of 0, a shape larger than the guard.
+  CHECK(executor_batch(1, 4096, 4096, 1L << 32, 64) == 1);
+  CHECK(executor_batch(72, 2048, 2048, 0, 64) == 0);
+  CHECK(executor_batch(8, 8192, 28672, 1000, 64) == 0);
+}

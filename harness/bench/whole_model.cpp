@@ -26,6 +26,11 @@ const ShapeTime* at_model_batch(const std::vector<ShapeTime>& times, const Bench
 
 }  // namespace
 
+int executor_batch(long count, long rows, long cols, long max_elements, int max_batch) {
+  const long fit = rows > 0 && cols > 0 ? max_elements / (rows * cols) : 0;
+  return static_cast<int>(std::max(0L, std::min({count, fit, static_cast<long>(max_batch)})));
+}
+
 std::vector<WholeModelSpeedup> whole_model_speedups(const std::vector<BenchShape>& shapes,
                                                     const std::vector<ShapeTime>& times,
                                                     const std::map<std::pair<long, long>, double>& torch_seconds) {

@@ -30,6 +30,12 @@ struct WholeModelSpeedup {
   double speedup() const { return seconds > 0 ? torch_seconds / seconds : 0; }
 };
 
+// The batch a shape is timed at besides batch 1, as the executor would run it: a rank's matrices of
+// one shape go in batched calls of up to `max_batch` (PlanOptions::max_batch), so the smaller of
+// the shape's count and max_batch, then at most `max_elements` elements in the call (a memory
+// guard; 0: none). At most 1 means no batched timing.
+int executor_batch(long count, long rows, long cols, long max_elements, int max_batch);
+
 // Per model (the shapes' `models`, "list" excluded) and preset present in `times`: each shape
 // of the model priced at the largest batch timed that does not exceed the model's own count of
 // the shape (batch 1 at least). A model with a shape lacking a timing or torch's time is
