@@ -170,7 +170,9 @@ class PlotTest(unittest.TestCase):
         row = next(r for r in src["rows"] if (r["rows"], r["cols"], r["preset"], r["batch"]) == (256, 2048, "dmuon", 1))
         got = next(x for x in s["shapes"] if x["shape"] == "256x2048")
         self.assertAlmostEqual(got["speedup_batch1"]["dmuon"], row["speedup_vs_torch"], places=9)
-        self.assertEqual(got["batched_batch"]["dmuon"], 72)
+        batched = max(r["batch"] for r in src["rows"] if (r["rows"], r["cols"], r["preset"]) == (256, 2048, "dmuon"))
+        self.assertGreater(batched, 1)  # the report times the shape at the executor's batch too
+        self.assertEqual(got["batched_batch"]["dmuon"], batched)
 
     def test_sim_speed(self):
         # harness/tools/plot_sim_speed.py draws sim_speed_bench.sh's CSV (it once named a list
