@@ -4,7 +4,7 @@
 For every lease with both FSDP2 floor runs (fsdp2_step.py at 32 tokens, the calibration model at two
 depths: floor-half.json, floor-full.json) and FSDP2 + AdamW steps (fsdp2-*.json), refits the
 calibration's fsdp2 host_floor line from each run's per-iteration times with the median (what
-world_host_floor.py commits), the lower quartile and the minimum (host hiccups only ever add time),
+world_host_floor.py gives, the calibrations' floor until stop 42), the lower quartile and the minimum (host hiccups only ever add time),
 and prints `dmuon-sim --validate`'s FSDP2 error for each step. A fourth line, "one-rank", puts the
 same lease's one-rank FSDP2 floor (measure_layers.py's, on one GPU without collectives, re-derived
 from the floor folder's run.log by one_rank_floor.py) in place of the 2-GPU line: what the
@@ -65,10 +65,15 @@ def main():
             runs = [json.load(open(os.path.join(floors, f"floor-{d}.json"))) for d in ("half", "full")]
             text = open(cal).read()
             log = os.path.join(floors, "run.log")
+            with open(log) as f:
+                log_text = f.read()
+            # a machine folder names the steps fsdp2-<scenario>.json; a lease's fsdp2/ folder
+            # (device_validate.sh) <scenario>.json
+            lease_folder = os.path.basename(os.path.normpath(steps)) == "fsdp2"
             for how in ("median", "q25", "min", "one-rank"):
                 try:
                     if how == "one-rank":
-                        layers, times, per_layer, per_step, _ = one_rank_floor.from_log(open(log).read(), log)
+                        layers, times, per_layer, per_step, _ = one_rank_floor.from_log(log_text, log)
                         world = 1
                     else:
                         (a, ta), (b, tb) = [(r["num_layers"], statistic([x[0] for x in r["per_iteration_seconds"]], how))
@@ -84,9 +89,6 @@ def main():
                 open(calibration, "w").write(changed)
                 cells = []
                 for f in sorted(os.listdir(steps)):
-                    # a machine folder names them fsdp2-<scenario>.json; a lease's fsdp2/ folder
-                    # (device_validate.sh) <scenario>.json
-                    lease_folder = os.path.basename(os.path.normpath(steps)) == "fsdp2"
                     if not f.endswith(".json") or not (f.startswith("fsdp2-") or lease_folder):
                         continue
                     config = f[:-len(".json")].removeprefix("fsdp2-")

@@ -16,8 +16,8 @@ roofline and flat MFU the simulator used before), and writes
   - with --parity PREFIX, PREFIX-calibrated.json and PREFIX-datasheet.json: the rows of models
     outside the calibration in `dmuon-sim --validate --json`'s row format, for
     `harness/tools/plot.py parity`.
-EARLIER_LEASE_STAMPS adds earlier leases of a machine, each calibration against the steps of its own
-lease: their rows go to "earlier_lease_rows" and per lease to the summary's "earlier_leases", and
+EARLIER_LEASE_STAMPS adds earlier leases of a machine, each calibration against the step reports,
+compute-only and FSDP2 runs of its own lease (steps/, compute/, fsdp2/): their rows go to "earlier_lease_rows" and per lease to the summary's "earlier_leases", and
 their tables follow the machine's; the headline figures stay the current files'.
 A report whose command forced an NS kernel (`--ns-impl X`) keeps its adamw and collective rows;
 its Muon optimizer rows are listed under "Rows not compared" with the reason, not counted.
