@@ -58,6 +58,15 @@ class HostFloorFit(unittest.TestCase):
         self.assertGreater(slope, 0.002)
         self.assertLess(slope, (0.0275 - 0.005) / 10)
 
+    def test_fit_runs_means_each_depth_and_fits_every_run(self):
+        runs = [(2, 0.005), (6, 0.013), (12, 0.025), (12, 0.0275), (6, 0.013), (2, 0.005)]
+        depths, means, slope, icpt = host_floor_fit.fit_runs(runs)
+        self.assertEqual(depths, [2, 6, 12])
+        for got, want in zip(means, [0.005, 0.013, 0.02625]):
+            self.assertAlmostEqual(got, want, places=15)
+        self.assertEqual(len(means), 3)
+        self.assertEqual((slope, icpt), host_floor_fit.least_squares(runs))
+
     @staticmethod
     def entry(mode, times, layers=(2, 6, 12)):
         return {"model": "qwen2.5-3b", "mode": mode, "micro_batch": 1, "seq_len": 32, "layers": list(layers),

@@ -26,6 +26,16 @@ def least_squares(runs):
     return slope, my - slope * mx
 
 
+def fit_runs(runs):
+    """One floor from the (depth, seconds) runs of one process, every depth visited once or more:
+    (the depths ascending, each depth's mean over its visits, per-layer slope, intercept), the slope
+    fitted over every run (measure_host_floor.measure; one_rank_floor.py from a call's log)."""
+    depths = sorted({n for n, _ in runs})
+    per_layer, per_step = least_squares(runs)
+    means = [statistics.fmean(t for n, t in runs if n == d) for d in depths]
+    return depths, means, per_layer, per_step
+
+
 def median_over_processes(processes):
     """One host_floor list from the lists several processes measured (measure_host_floor.py's
     entries): per mode and depth the median of the processes' times, the line fitted through those

@@ -34,7 +34,7 @@ import sys
 import tempfile
 
 import fsdp2_step  # harness/tools/, beside this module
-from host_floor_fit import floor_depths, least_squares, median_over_processes  # harness/tools/, beside this module
+from host_floor_fit import fit_runs, floor_depths, median_over_processes  # harness/tools/, beside this module
 import dmuon_model
 
 TOKENS = 32
@@ -76,13 +76,12 @@ def measure(torch, spec, device, log):
         tool_mode = "compute-only" if mode == "eager" else "fsdp2"
         runs = [(n, _median_fwd_bwd(torch, spec, family, kwargs, n, tool_mode, device, log))
                 for n in counts + tuple(reversed(counts))]
-        per_layer, per_step = least_squares(runs)
+        depths, means, per_layer, per_step = fit_runs(runs)
         if per_layer <= 0:  # noise larger than ten layers' cost: no floor to report
             log(f"host floor {mode}: not reported (runs {runs}: no positive slope)")
             continue
-        means = [statistics.fmean(t for m, t in runs if m == n) for n in counts]
         entries.append({"model": spec["name"], "mode": mode, "micro_batch": 1, "seq_len": TOKENS,
-                        "layers": list(counts), "fwd_bwd_s": means, "per_layer_s": per_layer,
+                        "layers": depths, "fwd_bwd_s": means, "per_layer_s": per_layer,
                         "per_step_s": per_step})
         log(f"host floor {mode}: {per_layer * 1e3:.3f} ms a layer, {per_step * 1e3:.2f} ms a step")
     return entries

@@ -30,10 +30,9 @@ calibration no fsdp2 row or one at another shape.
 import argparse
 import json
 import re
-import statistics
 import sys
 
-from host_floor_fit import least_squares, median_over_processes  # harness/tools/, beside this script
+from host_floor_fit import fit_runs, median_over_processes  # harness/tools/, beside this script
 
 PROCESS_LINE = re.compile(r"host floor process \d+ of \d+: (\[.*\])\s*$")
 DEPTH_LINE = re.compile(r"\] host floor fsdp2 (\d+) layers: fwd\+bwd (\S+) ms at (\d+) tokens")
@@ -62,16 +61,14 @@ def from_log(text, path):
         if m and "[process" not in line:
             runs.append((int(m.group(1)), float(m.group(2)) * 1e-3))
             tokens.add(int(m.group(3)))
-    depths = sorted({n for n, _ in runs})
-    if len(depths) < 2:
+    if len({n for n, _ in runs}) < 2:
         raise FloorError(f"{path}: no one-rank FSDP2 floor (\"host floor fsdp2 D layers\" lines at two depths)")
     if len(tokens) != 1:
         raise FloorError(f"{path}: one-rank FSDP2 floor lines at {sorted(tokens)} tokens; expected one length")
-    per_layer, per_step = least_squares(runs)
+    depths, means, per_layer, per_step = fit_runs(runs)
     if not per_layer > 0:
         raise FloorError(f"{path}: one-rank FSDP2 floor runs {runs} have no positive slope")
-    means = [round(statistics.fmean(t for n, t in runs if n == d), 9) for d in depths]  # the log's 10 ns
-    return depths, means, per_layer, per_step, tokens.pop()
+    return depths, [round(t, 9) for t in means], per_layer, per_step, tokens.pop()  # the log's 10 ns
 
 
 def row_text(indent, model, micro_batch, seq_len, layers, fwd_bwd_s, per_layer_s, per_step_s, world=1):
