@@ -42,27 +42,45 @@ struct Scale {
   float alpha = 1.0f, beta = 0.0f;
 };
 
-// C's 64 x 64 chunk at (row0, col0) into `stage`, coalesced: 16-byte loads where the 8 columns
-// are inside and aligned (C 16-byte aligned, m % 8 == 0), else element by element; zeros outside
-// rows below `rows` and columns below m (a dummy piece, rows 0, reads nothing). Loading the
-// fragments' pairs straight from global memory (32 scattered 4-byte loads a thread and chunk)
-// made c A^2 + b A of 4096 x 4096 take 0.19 ms against 0.126 for X X^T of the same size.
+// C's 64 x 64 chunk at (row0, col0), one thread's share (4 rows of 8 columns) in registers,
+// coalesced: 16-byte loads where the 8 columns are inside and aligned (C 16-byte aligned,
+// m % 8 == 0), else element by element; zeros outside rows below `rows` and columns below m (a
+// dummy piece, rows 0, reads nothing). Loading the fragments' pairs straight from global memory
+// (32 scattered 4-byte loads a thread and chunk) made c A^2 + b A of 4096 x 4096 take 0.19 ms
+// against 0.126 for X X^T of the same size. Held in registers so that the next chunk's loads are
+// in flight while this chunk is scaled and stored (store_mirrored): staged straight into shared
+// memory, every chunk waited out its loads' latency with the warpgroup stopped behind a barrier.
+struct CChunk {
+  uint4 v[4];
+};
+
 template <typename T>
-__device__ __forceinline__ void stage_c_chunk(T* stage, const Scale<T>& sc, int m, int rows, int row0, int col0,
-                                              bool vector_loads) {
+__device__ __forceinline__ void load_c_chunk(CChunk& out, const Scale<T>& sc, int m, int rows, int row0, int col0,
+                                             bool vector_loads) {
   const int t = threadIdx.x % 128;
 #pragma unroll
   for (int it = 0; it < 4; ++it) {
     const int r = t / 8 + 16 * it, c = 8 * (t % 8);
     const int row = row0 + r, col = col0 + c;
-    T v[8];
     if (vector_loads && row < rows && col + 7 < m) {
-      *reinterpret_cast<uint4*>(v) = *reinterpret_cast<const uint4*>(sc.c + static_cast<long>(row) * m + col);
+      out.v[it] = *reinterpret_cast<const uint4*>(sc.c + static_cast<long>(row) * m + col);
     } else {
+      T v[8];
 #pragma unroll
       for (int e = 0; e < 8; ++e) v[e] = row < rows && col + e < m ? sc.c[static_cast<long>(row) * m + col + e] : T(0.0f);
+      out.v[it] = *reinterpret_cast<const uint4*>(v);
     }
-    *reinterpret_cast<uint4*>(stage + r * kPitch + c) = *reinterpret_cast<const uint4*>(v);
+  }
+}
+
+// The chunk load_c_chunk read, into `stage` at the rows and columns it came from.
+template <typename T>
+__device__ __forceinline__ void put_c_chunk(T* stage, const CChunk& in) {
+  const int t = threadIdx.x % 128;
+#pragma unroll
+  for (int it = 0; it < 4; ++it) {
+    const int r = t / 8 + 16 * it, c = 8 * (t % 8);
+    *reinterpret_cast<uint4*>(stage + r * kPitch + c) = in.v[it];
   }
 }
 
@@ -95,12 +113,17 @@ __device__ __forceinline__ void store_mirrored(const float* acc, T* s, const Sca
   // Rows of S start 16-byte aligned: vector stores (col0 and row0 are multiples of 64).
   const bool aligned = m % 8 == 0 && reinterpret_cast<std::uintptr_t>(s) % 16 == 0;
   const bool vector_loads = m % 8 == 0 && reinterpret_cast<std::uintptr_t>(sc.c) % 16 == 0;
+  // S column of chunk q's column 0.
+  auto chunk_col = [&](int q) { return (q < 2 ? col_a : col_b - 128) + q * kChunk; };
+  [[maybe_unused]] CChunk c_next;  // C of the chunk about to be staged, loaded one chunk ahead
+  if constexpr (kHasC) load_c_chunk(c_next, sc, m, rows, row0, chunk_col(0), vector_loads);
 #pragma unroll
   for (int q = 0; q < N / kChunk; ++q) {
-    const int col0 = (q < 2 ? col_a : col_b - 128) + q * kChunk;  // S column of chunk column 0
+    const int col0 = chunk_col(q);
     warpgroup_sync(barrier_id);  // the previous chunk's reads are done
     if constexpr (kHasC) {
-      stage_c_chunk(stage, sc, m, rows, row0, col0, vector_loads);
+      put_c_chunk(stage, c_next);
+      if (q + 1 < N / kChunk) load_c_chunk(c_next, sc, m, rows, row0, chunk_col(q + 1), vector_loads);
       warpgroup_sync(barrier_id);
     }
 #pragma unroll
