@@ -42,6 +42,7 @@ struct Args {
   std::string scenario, out, layers_json, commit, profile, ns_grid = "full", tune_cache;
   int max_batch = 64;
   long gemm_size = 8192;
+  long ns_grid_batch_elements = kDefaultGridBatchElements;
   std::size_t max_collective_bytes = kGiB, max_elementwise_bytes = kGiB;
   int collective_iterations = 20, collective_warmup = 5, collective_passes = 3;
   double timeout_seconds = 300;
@@ -68,6 +69,8 @@ bool parse(int argc, char** argv, Args& a) {
       ("commit", po::value(&a.commit), "git commit recorded in the file (default: git rev-parse --short HEAD)")
       ("profile", po::value(&a.profile), "device profile name (default from the GPU name)")
       ("ns-grid", po::value(&a.ns_grid)->default_value(a.ns_grid), "Newton-Schulz grid per kernel family: full | small | none")
+      ("ns-grid-batch-elements", po::value(&a.ns_grid_batch_elements)->default_value(a.ns_grid_batch_elements),
+       "largest batched grid call, in elements (batches 4, 16, 64 up to this)")
       ("max-batch", po::value(&a.max_batch)->default_value(a.max_batch), "same-shape matrices per batched NS call (as dmuon-bench step)")
       ("tune-cache", po::value(&a.tune_cache), "NS autotune cache (JSON)")
       ("gemm-size", po::value(&a.gemm_size)->default_value(a.gemm_size), "n of the n^3 GEMM ceiling")
@@ -97,6 +100,9 @@ bool parse(int argc, char** argv, Args& a) {
 void check_numbers(const Args& a) {
   if (a.max_batch < 1) throw Error("--max-batch: must be >= 1");
   if (a.gemm_size < 256) throw Error("--gemm-size: must be >= 256");
+  if (a.ns_grid_batch_elements < 1) {
+    throw Error("--ns-grid-batch-elements: must be >= 1, got " + std::to_string(a.ns_grid_batch_elements));
+  }
   if (!power_of_two(a.max_collective_bytes) || a.max_collective_bytes < kMinBytes) {
     throw Error("--max-collective-bytes: expected a power of two >= 4096, got " + std::to_string(a.max_collective_bytes));
   }
@@ -116,7 +122,7 @@ Inputs prepare(const Args& a) {
   if (!dir.empty() && !std::filesystem::is_directory(dir)) throw Error("--out: no directory " + dir.string());
   if (!a.profile.empty()) device_profile(a.profile, "--profile");
   Inputs in;
-  in.grid = ns_grid_calls(parse_ns_grid(a.ns_grid, "--ns-grid"));
+  in.grid = ns_grid_calls(parse_ns_grid(a.ns_grid, "--ns-grid"), a.ns_grid_batch_elements);
   in.scenario = load_scenario(a.scenario);
   in.families = ns_families(in.scenario.optimizer);
   in.scenario_calls = scenario_ns_calls(in.scenario, a.max_batch);

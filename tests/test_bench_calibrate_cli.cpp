@@ -4,8 +4,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "catch_compat.hpp"
 #include "run_command.hpp"
@@ -100,24 +103,59 @@ TEST_CASE("--print-ns-calls lists the scenario's Plan calls and the grid without
   CHECK(o.output.find("grid 512x") == std::string::npos);  // small: m in {128, 256}
 }
 
-TEST_CASE("the full grid steps m by half octaves from 1024 and keeps every call under 2^28 elements", "[cli]") {
+namespace {
+
+// The grid calls `--print-ns-calls` lists: (rows, cols) -> its batches, ascending.
+std::map<std::pair<long, long>, std::vector<long>> grid_of(const std::string& output) {
+  std::map<std::pair<long, long>, std::vector<long>> out;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);) {
+    long rows = 0, cols = 0, batch = 0;
+    if (std::sscanf(line.c_str(), "grid %ldx%ld b%ld", &rows, &cols, &batch) == 3) out[{rows, cols}].push_back(batch);
+  }
+  for (auto& [shape, batches] : out) std::sort(batches.begin(), batches.end());
+  return out;
+}
+
+// Every grid shape has batch 1 and every batch of {4, 16, 64} whose call holds at most `cap`
+// elements, and no other: the batches the efficiency grid can price a Plan's batch from.
+void check_batches_up_to(const std::map<std::pair<long, long>, std::vector<long>>& grid, long cap) {
+  for (const auto& [shape, batches] : grid) {
+    std::vector<long> expected{1};
+    for (long b : {4L, 16L, 64L}) {
+      if (shape.first * shape.second * b <= cap) expected.push_back(b);
+    }
+    INFO(shape.first << "x" << shape.second);
+    CHECK(batches == expected);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the full grid steps m by half octaves from 1024, batches up to 2^30 elements a call", "[cli]") {
   const auto o = run(valid("--ns-grid full --print-ns-calls"));
   INFO(o.output);
   REQUIRE(o.exit_code == 0);
   for (const char* shape : {"grid 1536x1536 b1\n", "grid 3072x3072 b1\n", "grid 3072x24576 b1\n", "grid 6144x6144 b1\n",
-                            "grid 4096x4096 b16\n", "grid 8192x32768 b1\n"}) {
+                            "grid 4096x4096 b64\n", "grid 8192x32768 b1\n"}) {
     CHECK(o.output.find(shape) != std::string::npos);
   }
   CHECK(o.output.find("grid 6144x49152") == std::string::npos);  // over the 32768-column bound
   CHECK(o.output.find("grid 768x") == std::string::npos);        // octaves below 1024
-  long grid_calls = 0;
-  std::istringstream in(o.output);
-  for (std::string line; std::getline(in, line);) {
-    long rows = 0, cols = 0, batch = 0;
-    if (std::sscanf(line.c_str(), "grid %ldx%ld b%ld", &rows, &cols, &batch) != 3) continue;
-    ++grid_calls;
-    INFO(line);
-    CHECK(rows * cols * batch <= (1L << 28));
-  }
-  CHECK(grid_calls > 80);
+  const auto grid = grid_of(o.output);
+  CHECK(grid.size() > 30);
+  check_batches_up_to(grid, 1L << 30);
+  // The shapes whose too-small batches priced qwen2.5-1.5b's MLP calls slow (stop 43).
+  CHECK(grid.at({1536, 6144}).back() == 64);
+  CHECK(grid.at({1536, 12288}).back() == 16);
+}
+
+TEST_CASE("--ns-grid-batch-elements bounds the grid's batched calls; a bound below 1 is refused", "[cli]") {
+  const auto o = run(valid("--ns-grid full --print-ns-calls --ns-grid-batch-elements 268435456"));
+  INFO(o.output);
+  REQUIRE(o.exit_code == 0);
+  const auto grid = grid_of(o.output);
+  check_batches_up_to(grid, 1L << 28);
+  CHECK(grid.at({1536, 12288}).back() == 4);  // the bound before stop 43
+  expect_usage_error(valid("--ns-grid-batch-elements 0"), "--ns-grid-batch-elements: must be >= 1, got 0");
 }

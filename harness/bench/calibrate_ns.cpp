@@ -83,7 +83,8 @@ NsGrid parse_ns_grid(const std::string& name, const std::string& what) {
   throw Error(what + ": expected none, small or full, got '" + name + "'");
 }
 
-std::vector<NsCallShape> ns_grid_calls(NsGrid grid) {
+std::vector<NsCallShape> ns_grid_calls(NsGrid grid, long max_batch_elements) {
+  if (max_batch_elements < 1) throw Error("ns_grid_calls: max_batch_elements must be >= 1");
   std::vector<NsCallShape> out;
   if (grid == NsGrid::none) return out;
   const bool full = grid == NsGrid::full;
@@ -98,14 +99,15 @@ std::vector<NsCallShape> ns_grid_calls(NsGrid grid) {
   constexpr long kMaxCols = 32768;
   // Batches for every m, not only small ones: a Plan batches a model's same-shape matrices
   // (28-64 of them), and even 3072^2 ran 16% faster a matrix at batch 56 than alone on the
-  // first H100 run. Bounded by elements per call so the largest stays ~0.5 GB and ~60 ms.
-  constexpr long kMaxBatchElements = 1L << 28;
+  // first H100 run. A batched call is bounded by `max_batch_elements` (memory and time); the
+  // efficiency grid prices a larger batch at the largest one measured (NsEfficiencyGrid), so the
+  // bound decides which batches a model's wide matrices are priced from.
   for (long m : ms) {
     for (long r : ratios) {
       if (m * r > kMaxCols) continue;
       out.push_back({m, m * r, 1});
       for (int b : batches) {
-        if (m * m * r * b <= kMaxBatchElements) out.push_back({m, m * r, b});
+        if (m * m * r * b <= max_batch_elements) out.push_back({m, m * r, b});
       }
     }
   }

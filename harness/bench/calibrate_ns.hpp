@@ -24,11 +24,18 @@ struct NsCallShape {
 // Throws dmuon::Error from planning (naming the strategy).
 std::vector<NsCallShape> scenario_ns_calls(const Scenario& scenario, int max_batch);
 
-// none; small (m in {128, 256}, n/m in {1, 2}, batch 1 and 4: tests); full (m in 128..8192,
-// n/m in {1, 2, 4, 8} with n <= 32768, batch 1, and batch 4 and 16 for m <= 1024).
+// none; small (m in {128, 256}, n/m in {1, 2}, batch 1 and 4: tests); full (m in 128..1024 by
+// octaves, then 1536, 2048, 3072, 4096, 6144, 8192; n/m in {1, 2, 4, 8} with n <= 32768; batch 1,
+// and 4, 16 and 64 where the call holds at most `max_batch_elements` elements).
 enum class NsGrid { none, small, full };
 NsGrid parse_ns_grid(const std::string& name, const std::string& what);
-std::vector<NsCallShape> ns_grid_calls(NsGrid grid);
+// 2^30 elements (a 4 GiB fp32 input): a Plan's batch of 56 matrices of 1536 x 8960 (770M) is
+// inside, so such calls are priced from batch 16-64 points. Until 2026-11-27 the bound was 2^28,
+// which measured 1536 x 12288 only up to batch 4 and 1536 x 6144 up to 16, and the simulator priced
+// qwen2.5-1.5b's four batched NS calls 15% slow on 1 x H100 (reports/sim-validation.md, stop 43).
+constexpr long kDefaultGridBatchElements = 1L << 30;
+// Throws dmuon::Error when max_batch_elements < 1.
+std::vector<NsCallShape> ns_grid_calls(NsGrid grid, long max_batch_elements = kDefaultGridBatchElements);
 
 // A Newton-Schulz configuration to time, and where it came from ("scenario (dmuon)", "torch").
 struct NsFamily {

@@ -11,7 +11,10 @@
 # $OUT/floor-{full,half}.json, their own reports floor-{full,half}-p<N>.json; ~190 s on 2 x H100 with
 # three processes), for host_floor_statistics.py's comparison; the calibration does not use them.
 # The GPU machine's copy of the tree has no .git: pass the commit in DMUON_COMMIT (else
-# "unknown"). DMUON_CALIBRATE_ARGS adds options (e.g. "--ns-grid small"). DMUON_CALIBRATE_STAGE:
+# "unknown"). DMUON_CALIBRATE_ARGS adds options (e.g. "--ns-grid small", or
+# "--ns-grid-batch-elements 268435456": the grid's bound before 2026-11-27; the 2^30 default's 21
+# more batched points a family are estimated at 2-3.5 minutes, not yet timed: with them, build first
+# with DMUON_CALIBRATE_STAGE=tests, then calibrate on the warm machine). DMUON_CALIBRATE_STAGE:
 # calibrate (default: build, layers, calibrate), tests (build, then the calibrate CLI and GPU
 # tests only; about a minute) or all (both; can pass the 10-minute device limit with a cold
 # build). Needs .boost-po (bash ../shared/tools/stage-boost-po.sh .boost-po) carried along.
