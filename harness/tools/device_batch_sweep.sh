@@ -13,12 +13,8 @@ BATCHES=${2:?usage: device_batch_sweep.sh SHAPES BATCHES [PRESETS]}
 PRESETS=${3:-dmuon,torch}
 LOG=$OUT/sweep.log
 say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
-if [ ! -x build-dev/harness/dmuon-bench ]; then
-  say "configure + build dmuon-bench"
-  source "$(dirname "$0")/device_configure.sh"
-  device_configure . > /tmp/build.txt 2>&1 && cmake --build build-dev -j16 --target dmuon-bench >> /tmp/build.txt 2>&1 ||
-    { tail -60 /tmp/build.txt >> "$LOG"; say "BUILD FAILED"; exit 1; }
-fi
+source "$(dirname "$0")/device_configure.sh"
+device_build_bench "$LOG" || exit 1
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv >> "$LOG"
 for b in $BATCHES; do
   list=$(tr ',' '\n' <<< "$SHAPES" | sed "s/\$/:$b/" | paste -sd,)

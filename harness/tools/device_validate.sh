@@ -28,13 +28,8 @@ LOG=$OUT/run-$what.log
 say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
 source "$(dirname "$0")/median_reports.sh"
 
-build() {
-  [ -x build-dev/harness/dmuon-bench ] && return 0
-  say "configure + build dmuon-bench"
-  source "$(dirname "$0")/device_configure.sh"
-  device_configure . > /tmp/build.txt 2>&1 && cmake --build build-dev -j16 --target dmuon-bench >> /tmp/build.txt 2>&1 ||
-    { tail -60 /tmp/build.txt >> "$LOG"; say "BUILD FAILED"; exit 1; }
-}
+source "$(dirname "$0")/device_configure.sh"
+build() { device_build_bench "$LOG" || exit 1; }
 
 # The scenario's `name:` (reports are named after it).
 scenario_name() { sed -n 's/^name: *//p' "$1" | head -1; }
