@@ -91,12 +91,14 @@ struct Workspace {
 };
 
 // Whether the kernel splits this product's items with a workspace (the launcher's own rule, for
-// this GPU's clusters of two SMs; it may run a cluster or two fewer).
-bool splits(long m, long k, int batch) {
+// this GPU's clusters of two SMs; it may run a cluster or two fewer). One-operand products pair
+// their diagonal tiles (DMUON_SYM_DIAG_PAIRS unset).
+bool splits(long m, long k, int batch, bool one_operand) {
   int device = 0, sms = 0;
   REQUIRE(cudaGetDevice(&device) == cudaSuccess);
   REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess);
-  return cuda::sym::stream_k_clusters((m + 127) / 128, batch, static_cast<int>((k + 63) / 64), sms / 2, 0, 1) > 0;
+  return cuda::sym::stream_k_clusters((m + 127) / 128, batch, static_cast<int>((k + 63) / 64), sms / 2, 0, 1,
+                                      one_operand) > 0;
 }
 
 Outcome check_product(const Product& q, unsigned seed, cuda::SymWorkspace ws = {}) {
@@ -188,7 +190,7 @@ TEST_CASE("sm_90a X X^T matches fp64 on every shape class and writes every eleme
     // to the second seed's products, a flag left counted would let a head read too early).
     for (unsigned seed : {1u, 2u, 11u, 12u}) {
       const bool split = seed > 10;
-      if (split && !splits(s.m, s.n, s.batch)) continue;
+      if (split && !splits(s.m, s.n, s.batch, true)) continue;
       split_shapes += seed == 11;
       const Outcome o = check_product({s.m, s.n, s.batch, s.t}, seed * 977 + static_cast<unsigned>(s.m),
                                       split ? ws.get() : cuda::SymWorkspace{});
@@ -219,7 +221,7 @@ TEST_CASE("sm_90a alpha A B^T + beta C matches fp64: two operands, the fused epi
   for (const Product& q : products) {
     for (unsigned seed : {3u, 4u, 13u, 14u}) {
       const bool split = seed > 10;
-      if (split && !splits(q.m, q.k, q.batch)) continue;
+      if (split && !splits(q.m, q.k, q.batch, !q.two)) continue;
       split_products += seed == 13;
       const Outcome o = check_product(q, seed * 131 + static_cast<unsigned>(q.m), split ? ws.get() : cuda::SymWorkspace{});
       INFO(q.m << "x" << q.k << " batch " << q.batch << " " << to_string(q.t) << (q.two ? " A B^T" : " A A^T")
@@ -233,6 +235,55 @@ TEST_CASE("sm_90a alpha A B^T + beta C matches fp64: two operands, the fused epi
   CHECK(split_products >= 3);  // 777x776, 1024x1024, 896x1024 (one operand + C) on an H100
 }
 
+// A one-operand product pairs its diagonal tiles into doubles (sym_gemm_schedule.hpp); the same
+// operand passed as a second, equal buffer keeps them singles. Each element is the same wgmma
+// chain over k either way: the same bits, tails, batch entries (doubles across two of them) and
+// C included. Without a workspace: stream-K's split points differ between the two schedules.
+TEST_CASE("sm_90a diagonal pairs give the singles' bits", "[gpu]") {
+  if (skip_without_gpu()) return;
+  const std::string why = cuda::sym_xxt_sm90_unsupported(128, 128, DType::bf16, reinterpret_cast<void*>(256));
+  if (!why.empty()) return dmuon::test::skip_test("sym_gemm_sm90 diagonal pairs", why);
+  struct Case { long m, k; int batch; DType t; bool with_c; };
+  const Case cases[] = {{4096, 1024, 1, DType::fp16, false}, {1000, 512, 3, DType::bf16, true},
+                        {640, 640, 2, DType::fp16, true},    {129, 136, 1, DType::bf16, false}};
+  for (const Case& c : cases) {
+    INFO(c.m << "x" << c.k << " batch " << c.batch << " " << to_string(c.t) << (c.with_c ? " + beta C" : ""));
+    std::mt19937 rng(static_cast<unsigned>(c.m * 7 + c.k));
+    const std::size_t x_elems = static_cast<std::size_t>(c.m * c.k * c.batch);
+    const std::size_t s_elems = static_cast<std::size_t>(c.m * c.m * c.batch);
+    std::vector<std::uint16_t> xh, ch;
+    random_exact(x_elems, c.t, rng, xh);
+    random_exact(s_elems, c.t, rng, ch);
+    cuda::DeviceBuffer x(x_elems * 2, "X"), x2(x_elems * 2, "X copy"), cc(s_elems * 2, "C"), d1(s_elems * 2, "D pairs"),
+        d2(s_elems * 2, "D singles");
+    x.upload(xh.data(), x_elems * 2);
+    x2.upload(xh.data(), x_elems * 2);
+    cc.upload(ch.data(), s_elems * 2);
+    auto run = [&](const void* b, cuda::DeviceBuffer& d) {
+      cuda::SymProduct p;
+      p.a = x.get();
+      p.b = b;
+      p.m = c.m;
+      p.k = c.k;
+      p.batch = c.batch;
+      p.dtype = c.t;
+      p.alpha = -1.25f;
+      p.c = c.with_c ? cc.get() : nullptr;
+      p.beta = c.with_c ? 0.5f : 0.0f;
+      p.d = d.get();
+      cuda::launch_sym_gemm_sm90(p, nullptr);
+      cuda::synchronize(nullptr);
+      std::vector<std::uint16_t> h(s_elems);
+      d.download(h.data(), s_elems * 2);
+      return h;
+    };
+    const std::vector<std::uint16_t> pairs = run(nullptr, d1), singles = run(x2.get(), d2);
+    long differ = 0;
+    for (std::size_t i = 0; i < s_elems; ++i) differ += pairs[i] != singles[i];
+    CHECK(differ == 0);
+  }
+}
+
 // Stream-K adds the partials in segment order whoever finishes first: two launches on the same
 // input give the same bits. A workspace too small for the launch is refused by name.
 TEST_CASE("sm_90a stream-K: the same bits every launch; a short workspace refused", "[gpu]") {
@@ -241,7 +292,7 @@ TEST_CASE("sm_90a stream-K: the same bits every launch; a short workspace refuse
   if (!why.empty()) return dmuon::test::skip_test("sym_gemm_sm90 stream-K", why);
   const long m = 1024, k = 4096;
   const std::size_t x_elems = static_cast<std::size_t>(m * k), s_elems = static_cast<std::size_t>(m * m);
-  REQUIRE(splits(m, k, 1));
+  REQUIRE(splits(m, k, 1, true));
   Workspace ws;
   cuda::DeviceBuffer x(x_elems * 2, "X"), d(s_elems * 2, "D");
   auto run = [&](const std::vector<std::uint16_t>& xh, bool split, int launches) {

@@ -5,7 +5,9 @@
 // pair, each loads half of it and multicasts it to both, so a stage is free only when the
 // consumers of both CTAs released it. For X X^T both tensor maps describe X. Both CTAs of a
 // cluster walk the same segments (sym_gemm_schedule.hpp): whole items, or with stream-K the
-// cluster's share of the k steps, split items finished by sym_gemm_stream_k.cuh's fixup.
+// cluster's share of the k steps, split items finished by sym_gemm_stream_k.cuh's fixup. With
+// diag_pairs (one operand only) a CTA's piece may be a double: two diagonal tiles, one box each,
+// each consumer warpgroup computing a whole 128 x 128 tile from its box.
 // Device code only, included once, by sym_gemm_sm90.cu (its host launcher).
 #pragma once
 #include <cuda_bf16.h>
@@ -64,16 +66,19 @@ __device__ __forceinline__ void mma(float* acc, std::uint64_t da, std::uint64_t 
 // Run by the whole producer warp so that it stays converged (lane 0 issues; all lanes wait).
 template <int BK>
 __device__ void produce(Smem<BK>& sm, const CUtensorMap* map_a, const CUtensorMap* map_b, int k_iters, long tiles,
-                        long batch, bool stream_k) {
+                        long batch, bool stream_k, bool diag_pairs) {
   const bool leader = threadIdx.x % 32 == 0;
   const unsigned rank = cluster_rank();
-  const long cluster = blockIdx.x / 2, clusters = gridDim.x / 2, total = cluster_items(tiles, batch);
+  const long cluster = blockIdx.x / 2, clusters = gridDim.x / 2, total = cluster_items(tiles, batch, diag_pairs);
   int stage = 0;
   unsigned phase = 0;
   for (long idx = 0;; ++idx) {
     const Segment s = segment_of(cluster, clusters, idx, total, k_iters, stream_k);
     const long item = s.item;
-    const Piece p = item < 0 ? Piece{} : decode_piece(item, static_cast<int>(rank), tiles, batch);
+    const Piece p = item < 0 ? Piece{} : decode_piece(item, static_cast<int>(rank), tiles, batch, diag_pairs);
+    // The second box: a double's other diagonal tile, else the piece's (first) column block.
+    const bool dbl = p.diag_row >= 0;
+    const int b_row = (dbl ? p.diag_row : p.col0) * kTile, b_batch = dbl ? p.diag_batch : p.batch;
     const int k_end = item < 0 ? s.k0 + 1 : s.k1;  // the stop mark takes one stage
     for (int kt = s.k0; kt < k_end; ++kt) {
       // Free in both CTAs: the partner's multicast writes this stage of ours and ours of theirs.
@@ -96,7 +101,7 @@ __device__ void produce(Smem<BK>& sm, const CUtensorMap* map_a, const CUtensorMa
             tma_load_3d_multicast(sm.b[stage] + rank * kBoxBytes, map_b, &sm.full[stage], k0,
                                   (p.col0 + static_cast<int>(rank)) * kTile, p.batch, 0x3);
           } else {
-            tma_load_3d(sm.b[stage], map_b, &sm.full[stage], k0, p.col0 * kTile, p.batch);
+            tma_load_3d(sm.b[stage], map_b, &sm.full[stage], k0, b_row, b_batch);
             if (pair) tma_load_3d(sm.b[stage] + kBoxBytes, map_b, &sm.full[stage], k0, p.col1 * kTile, p.batch);
           }
         }
@@ -118,8 +123,10 @@ __device__ __forceinline__ void release(Smem<BK>& sm, int stage) {
 }
 
 // The k loop of one piece for one consumer warpgroup: keeps kInflight wgmma groups in flight and
-// releases a stage once the group that read it has completed.
-template <typename T, int N, int BK>
+// releases a stage once the group that read it has completed. kDouble: the warpgroup's whole
+// diagonal tile from its own box (half 0: sm.a, half 1: sm.b), as two m64n128 products, rows 0-63
+// into acc[0..63] and rows 64-127 into acc[64..127] (N is 256: the same 128 accumulators).
+template <typename T, int N, int BK, bool kDouble = false>
 __device__ __forceinline__ void mainloop(Smem<BK>& sm, float* acc, int half, int k_iters, int& stage,
                                          unsigned& phase) {
   using C = Cfg<BK>;
@@ -129,11 +136,23 @@ __device__ __forceinline__ void mainloop(Smem<BK>& sm, float* acc, int half, int
   for (int i = 0; i < N / 2; ++i) acc[i] = 0.0f;
   for (int kt = 0; kt < k_iters; ++kt) {
     mbar_wait(&sm.full[stage], phase);
-    const std::uint64_t da = smem_desc<C::kRowBytes>(sm.a[stage] + half * (C::kBoxBytes / 2));
-    const std::uint64_t db = smem_desc<C::kRowBytes>(sm.b[stage]);
-    wgmma_fence();
+    if constexpr (kDouble) {
+      unsigned char* box = half == 0 ? sm.a[stage] : sm.b[stage];
+      const std::uint64_t d0 = smem_desc<C::kRowBytes>(box);
+      const std::uint64_t d1 = smem_desc<C::kRowBytes>(box + C::kBoxBytes / 2);
+      wgmma_fence();
 #pragma unroll
-    for (int k = 0; k < BK / 16; ++k) mma<T, N>(acc, da + 2 * k, db + 2 * k, kt > 0 || k > 0);
+      for (int k = 0; k < BK / 16; ++k) {
+        mma<T, 128>(acc, d0 + 2 * k, d0 + 2 * k, kt > 0 || k > 0);
+        mma<T, 128>(acc + 64, d1 + 2 * k, d0 + 2 * k, kt > 0 || k > 0);
+      }
+    } else {
+      const std::uint64_t da = smem_desc<C::kRowBytes>(sm.a[stage] + half * (C::kBoxBytes / 2));
+      const std::uint64_t db = smem_desc<C::kRowBytes>(sm.b[stage]);
+      wgmma_fence();
+#pragma unroll
+      for (int k = 0; k < BK / 16; ++k) mma<T, N>(acc, da + 2 * k, db + 2 * k, kt > 0 || k > 0);
+    }
     wgmma_commit();
     wgmma_wait<C::kInflight>();
     if (kt >= C::kInflight) release(sm, (stage + C::kStages - C::kInflight) % C::kStages);
@@ -167,11 +186,11 @@ __device__ __forceinline__ bool fixup(const StreamK& sk, float* acc, long item, 
 
 template <typename T, int BK, bool kHasC>
 __device__ void consume(Smem<BK>& sm, T* D, const T* C, float alpha, float beta, int m, int k_iters, long tiles,
-                        long batch, int half, const StreamK& sk) {
+                        long batch, int half, const StreamK& sk, bool diag_pairs) {
   float acc[128];
   T* out = reinterpret_cast<T*>(sm.out[half]);
   const int rank = static_cast<int>(cluster_rank());
-  const long steps = cluster_items(tiles, batch) * k_iters;
+  const long steps = cluster_items(tiles, batch, diag_pairs) * k_iters;
   int stage = 0;
   unsigned phase = 0;
   for (;;) {
@@ -179,7 +198,7 @@ __device__ void consume(Smem<BK>& sm, T* D, const T* C, float alpha, float beta,
     const long item = sm.item[stage];
     if (item < 0) return;
     const int k0 = sm.k0[stage], k1 = sm.k1[stage];
-    const Piece p = decode_piece(item, rank, tiles, batch);
+    const Piece p = decode_piece(item, rank, tiles, batch, diag_pairs);
     // Only stream-K splits items; a dummy's segments store nothing and so exchange nothing.
     const bool split = p.store && (k0 > 0 || k1 < k_iters);
     const long entry = static_cast<long>(p.batch) * m * m;
@@ -189,7 +208,16 @@ __device__ void consume(Smem<BK>& sm, T* D, const T* C, float alpha, float beta,
     // A dummy still consumes its stages (the partner's producer counts on the releases) but
     // stores nothing: m = 0 rows pass the epilogue's bounds check.
     const int rows = p.store ? m : 0;
-    if (p.col1 >= 0) {
+    if (p.diag_row >= 0) {
+      mainloop<T, 256, BK, true>(sm, acc, half, k1 - k0, stage, phase);
+      if (split && !fixup<256>(sk, acc, item, k0, k_iters, steps, rank, half)) continue;
+      // This half's diagonal tile (a double's tiles are always real: rows is m).
+      const long e = static_cast<long>(half == 0 ? p.batch : p.diag_batch) * m * m;
+      const int r0 = (half == 0 ? p.row_block : p.diag_row) * kTile;
+      const Scale<T> s{kHasC ? C + e : nullptr, alpha, beta};
+      store_mirrored<T, 128, kHasC>(acc, D + e, s, m, rows, r0, r0, 0, out, half + 1);
+      store_mirrored<T, 128, kHasC>(acc + 64, D + e, s, m, rows, r0 + 64, r0, 0, out, half + 1);
+    } else if (p.col1 >= 0) {
       mainloop<T, 256, BK>(sm, acc, half, k1 - k0, stage, phase);
       if (split && !fixup<256>(sk, acc, item, k0, k_iters, steps, rank, half)) continue;
       store_mirrored<T, 256, kHasC>(acc, d, sc, m, rows, row0, p.col0 * kTile, p.col1 * kTile, out, half + 1);
@@ -205,7 +233,7 @@ template <typename T, int BK, bool kHasC>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kThreads, 1)
     sym_gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, T* D,
                     const T* C, float alpha, float beta, int m, int k_iters, long tiles, long batch,
-                    const StreamK sk) {
+                    const StreamK sk, bool diag_pairs) {
   extern __shared__ unsigned char raw[];
   // Aligned by an offset from `raw` rather than by rounding the address as an integer: the pointer
   // keeps its shared-memory provenance, so the epilogue's staging reads compile to LDS. Rounded
@@ -223,10 +251,10 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kThreads, 1)
   const int warpgroup = threadIdx.x / 128;
   if (warpgroup == 0) {
     regs_dealloc<56>();  // the producer's item decoding spilled at 40
-    if (threadIdx.x < 32) produce(sm, &map_a, &map_b, k_iters, tiles, batch, sk.on);
+    if (threadIdx.x < 32) produce(sm, &map_a, &map_b, k_iters, tiles, batch, sk.on, diag_pairs);
   } else {
     regs_alloc<224>();  // 2 x 128 x 224 + 128 x 56 <= 64K registers
-    consume<T, BK, kHasC>(sm, D, C, alpha, beta, m, k_iters, tiles, batch, warpgroup - 1, sk);
+    consume<T, BK, kHasC>(sm, D, C, alpha, beta, m, k_iters, tiles, batch, warpgroup - 1, sk, diag_pairs);
   }
   cluster_sync();  // no CTA leaves while its partner may still arrive on its barriers
 }

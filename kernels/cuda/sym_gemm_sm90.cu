@@ -80,12 +80,27 @@ StreamKMode stream_k_mode() {
   return mode;
 }
 
+// DMUON_SYM_DIAG_PAIRS=off keeps every diagonal tile a single piece (sym_gemm_schedule.hpp): a
+// measurement knob, the A/B of the diagonal pairs on one build. Unset or "on": one-operand products
+// without C pair them.
+bool diag_pairs_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("DMUON_SYM_DIAG_PAIRS");
+    if (!v || std::string(v).empty() || std::string(v) == "on") return true;
+    if (std::string(v) == "off") return false;
+    throw Error(std::string("DMUON_SYM_DIAG_PAIRS: expected on or off, got \"") + v + "\"");
+  }();
+  return on;
+}
+
 // Clusters a launch splits over (0: the item schedule).
-long split_clusters_for(long tiles, long batch, int k_iters, long clusters, double operand_bytes) {
+long split_clusters_for(long tiles, long batch, int k_iters, long clusters, double operand_bytes, bool diag_pairs) {
   const StreamKMode mode = stream_k_mode();
   if (mode == StreamKMode::off) return 0;
-  if (mode == StreamKMode::rule) return stream_k_clusters(tiles, batch, k_iters, clusters, operand_bytes, l2_bytes());
-  return std::min<long>(clusters, cluster_items(tiles, batch) * k_iters / kMinSegmentSteps);
+  if (mode == StreamKMode::rule) {
+    return stream_k_clusters(tiles, batch, k_iters, clusters, operand_bytes, l2_bytes(), diag_pairs);
+  }
+  return std::min<long>(clusters, cluster_items(tiles, batch, diag_pairs) * k_iters / kMinSegmentSteps);
 }
 
 // The clusters one launch runs (every instance has the same shared memory and threads).
@@ -103,11 +118,16 @@ template <typename T, int BK, bool kHasC>
 void launch_typed(const SymProduct& p, cudaStream_t stream) {
   const int clusters = launch_clusters<T, BK, kHasC>();
   const long tiles = (p.m + kTile - 1) / kTile;
-  const long items = cluster_items(tiles, p.batch);
+  // A diagonal tile of A B^T reads row block a of both A and B: two boxes, so only one-operand
+  // products can compute two of them from two boxes. Those with C keep singles: paired, c A^2 + b A
+  // measured 9-46% slower on H100 (reports/kernels-sym-gemm.md, stop 44), X X^T 5-10% faster.
+  const bool diag_pairs = !p.b && !p.c && diag_pairs_enabled();
+  const long items = cluster_items(tiles, p.batch, diag_pairs);
   const int k_iters = static_cast<int>((p.k + BK - 1) / BK);
   // Stream-K where the items would leave clusters idle and the caller gave a workspace.
   const double operand_bytes = 2.0 * p.m * p.k * p.batch * (p.b ? 2 : 1);
-  const long split_clusters = p.workspace.ptr ? split_clusters_for(tiles, p.batch, k_iters, clusters, operand_bytes) : 0;
+  const long split_clusters =
+      p.workspace.ptr ? split_clusters_for(tiles, p.batch, k_iters, clusters, operand_bytes, diag_pairs) : 0;
   StreamK sk;
   if (split_clusters > 0) {
     if (p.workspace.bytes < stream_k_bytes(split_clusters)) {
@@ -125,7 +145,7 @@ void launch_typed(const SymProduct& p, cudaStream_t stream) {
   const CUtensorMap map_b = p.b ? make_map<BK>(p.b, p.m, p.k, p.batch, type) : map_a;
   sym_gemm_kernel<T, BK, kHasC><<<grid, kThreads, kSmemBytes<BK>, stream>>>(
       map_a, map_b, static_cast<T*>(p.d), static_cast<const T*>(p.c), p.alpha, p.beta, static_cast<int>(p.m), k_iters,
-      tiles, p.batch, sk);
+      tiles, p.batch, sk, diag_pairs);
   DMUON_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -210,7 +230,10 @@ void launch_sym_xxt_sm90(const void* X, long m, long n, int batch, DType dtype, 
 
 bool sym_gemm_sm90_underfills(long m, int batch) {
   const long tiles = (m + sym::kTile - 1) / sym::kTile;
-  return sym::cluster_items(tiles, batch) < sym::device_clusters();
+  // Counted with singles, as the m x m products it gates run (those with C, and two-operand ones,
+  // never pair their diagonal tiles; an alpha-only one-operand product has batch singles / 4 items
+  // fewer, the same answer on the H100's shapes).
+  return sym::cluster_items(tiles, batch, false) < sym::device_clusters();
 }
 
 std::size_t sym_gemm_sm90_workspace_bytes() {
