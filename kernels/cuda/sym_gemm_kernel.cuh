@@ -248,13 +248,17 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kThreads, 1)
     mbar_init_fence();
   }
   cluster_sync();  // the partner's barriers exist before any multicast or remote arrival
+  // Products with C never pair (sym_gemm_sm90.cu): their instances compile without the doubles.
+  const bool pairs = diag_pairs && !kHasC;
   const int warpgroup = threadIdx.x / 128;
   if (warpgroup == 0) {
-    regs_dealloc<56>();  // the producer's item decoding spilled at 40
-    if (threadIdx.x < 32) produce(sm, &map_a, &map_b, k_iters, tiles, batch, sk.on, diag_pairs);
+    // The producer's item decoding spilled at 40; at 56 it spills 24 bytes, 44 in the instances with
+    // doubles (once a piece), and 56 is all the consumers' 224 leave (.inc takes only what .dec freed).
+    regs_dealloc<56>();
+    if (threadIdx.x < 32) produce(sm, &map_a, &map_b, k_iters, tiles, batch, sk.on, pairs);
   } else {
-    regs_alloc<224>();  // 2 x 128 x 224 + 128 x 56 <= 64K registers
-    consume<T, BK, kHasC>(sm, D, C, alpha, beta, m, k_iters, tiles, batch, warpgroup - 1, sk, diag_pairs);
+    regs_alloc<224>();  // 2 x 128 x 224 + 128 x 56 = 64K registers: exactly what the launch's 168 a thread hold
+    consume<T, BK, kHasC>(sm, D, C, alpha, beta, m, k_iters, tiles, batch, warpgroup - 1, sk, pairs);
   }
   cluster_sync();  // no CTA leaves while its partner may still arrive on its barriers
 }
