@@ -6,7 +6,7 @@
 // consumers of both CTAs released it. For X X^T both tensor maps describe X. Both CTAs of a
 // cluster walk the same segments (sym_gemm_schedule.hpp): whole items, or with stream-K the
 // cluster's share of the k steps, split items finished by sym_gemm_stream_k.cuh's fixup. With
-// diag_pairs (one operand only) a CTA's piece may be a double: two diagonal tiles, one box each,
+// diag_pairs (one operand, no C) a CTA's piece may be a double: two diagonal tiles, one box each,
 // each consumer warpgroup computing a whole 128 x 128 tile from its box.
 // Device code only, included once, by sym_gemm_sm90.cu (its host launcher).
 #pragma once
