@@ -48,10 +48,10 @@ TEST_CASE("GPU NS matches the emulated reference for every implementation and or
                           NsImpl::gram_symmetric, NsImpl::gram_sm90}) {
         if (preset == "torch" && cuda::kernel_family(impl) == NsKernel::gram) continue;
         // The sm_90a kernel runs on sm_90 only, its m x m products for m a multiple of 8;
-        // symmetric_sm90's X X^T also needs a wide input whose row length is a multiple of 8
-        // (gram_sm90 forms a tall input's R with one full product: 320x96 covers that path).
+        // symmetric_sm90's X X^T also needs rows of the wide X a multiple of 8 long (a tall
+        // input runs wide after a transposed normalisation: 320x96 covers that path).
         const long m = std::min(rows, cols), n = std::max(rows, cols);
-        if (impl == NsImpl::symmetric_sm90 && (rows > cols || n % 8 != 0 || m % 8 != 0 || !sm90)) continue;
+        if (impl == NsImpl::symmetric_sm90 && (n % 8 != 0 || m % 8 != 0 || !sm90)) continue;
         if (impl == NsImpl::gram_sm90 && (m % 8 != 0 || !sm90)) continue;
         const NsConfig ns = config(preset, impl);
         const Eigen::MatrixXd want = ref::newton_schulz(g, ns, ref::Rounding::emulate);
@@ -85,25 +85,52 @@ TEST_CASE("GPU batched NS equals single calls; graphs replay the same numbers", 
   }
 }
 
-// gram_sm90 runs a tall input wide (a transposed normalisation, the result written back in the
-// input's layout): batched, every matrix must equal its single call and the reference, so a wrong
-// batch stride or tile edge in the transposed pass (rows 328 and 104: not multiples of 32) fails.
-TEST_CASE("GPU gram_sm90 on tall inputs: batched equals single calls and the reference", "[gpu]") {
+// gram_sm90 and symmetric_sm90 run a tall input wide (a transposed normalisation, the result
+// written back in the input's layout): batched, every matrix must equal its single call and the
+// reference, so a wrong batch stride or tile edge in the transposed passes (rows 328 and 104: not
+// multiples of 32) fails.
+TEST_CASE("GPU gram_sm90 and symmetric_sm90 on tall inputs: batched equals single calls and the reference", "[gpu]") {
   if (skip_without_gpu()) return;
   const auto devices = cuda::visible_devices();
-  if (!(devices[0].sm_major == 9 && devices[0].sm_minor == 0)) return dmuon::test::skip_test("gram_sm90", "not an sm_90 GPU");
-  const NsConfig ns = config("dmuon", NsImpl::gram_sm90);
+  if (!(devices[0].sm_major == 9 && devices[0].sm_minor == 0)) return dmuon::test::skip_test("sm_90 kernels", "not an sm_90 GPU");
   std::vector<Eigen::MatrixXd> mats;
   for (int i = 0; i < 3; ++i) mats.push_back(verify::gaussian_matrix(328, 104, 300 + i));
   cuda::NsEngine engine;
-  const auto batched = verify::gpu_newton_schulz(engine, mats, ns, NsImpl::gram_sm90, DType::fp32);
-  for (int i = 0; i < 3; ++i) {
-    const auto single = verify::gpu_newton_schulz(engine, {mats[i]}, ns, NsImpl::gram_sm90, DType::fp32);
-    const Eigen::VectorXd sigma = Eigen::BDCSVD<Eigen::MatrixXd>(mats[i]).singularValues();
-    const double kappa = sigma(0) / sigma(sigma.size() - 1);
-    INFO("matrix " << i);
-    CHECK(rel(batched[i], single[0]) < cuda::accuracy_gate(ns));
-    CHECK(rel(batched[i], ref::newton_schulz(mats[i], ns, ref::Rounding::emulate)) < 2 * ns_rounding_tolerance(ns, kappa));
+  for (const auto& [preset, impl] : {std::pair{"dmuon", NsImpl::gram_sm90}, std::pair{"torch", NsImpl::symmetric_sm90},
+                                     std::pair{"dmuon", NsImpl::symmetric_sm90}}) {
+    const NsConfig ns = config(preset, impl);
+    const auto batched = verify::gpu_newton_schulz(engine, mats, ns, impl, DType::fp32);
+    for (int i = 0; i < 3; ++i) {
+      const auto single = verify::gpu_newton_schulz(engine, {mats[i]}, ns, impl, DType::fp32);
+      const Eigen::VectorXd sigma = Eigen::BDCSVD<Eigen::MatrixXd>(mats[i]).singularValues();
+      const double kappa = sigma(0) / sigma(sigma.size() - 1);
+      INFO(preset << " " << cuda::to_string(impl) << " matrix " << i);
+      CHECK(rel(batched[i], single[0]) < cuda::accuracy_gate(ns));
+      CHECK(rel(batched[i], ref::newton_schulz(mats[i], ns, ref::Rounding::emulate)) <
+            2 * ns_rounding_tolerance(ns, kappa));
+    }
+  }
+}
+
+// symmetric_sm90 on a tall input is the wide program on the transposed memory: the same products
+// at the same rounding points, so its result is the wide call's on X^T, transposed, to the bit (the
+// norm's double sum runs in another order; its float divisor is the same for these inputs). A
+// transposing pass that drops, swaps or rounds anything differs.
+TEST_CASE("GPU symmetric_sm90: a tall input gives the bits of its wide transpose", "[gpu]") {
+  if (skip_without_gpu()) return;
+  const auto devices = cuda::visible_devices();
+  if (!(devices[0].sm_major == 9 && devices[0].sm_minor == 0)) return dmuon::test::skip_test("symmetric_sm90", "not an sm_90 GPU");
+  cuda::NsEngine engine;
+  for (const std::string preset : {"torch", "dmuon"}) {
+    const NsConfig ns = config(preset, NsImpl::symmetric_sm90);
+    const Eigen::MatrixXd tall = verify::gaussian_matrix(328, 104, 41);
+    const auto got = verify::gpu_newton_schulz(engine, {tall}, ns, NsImpl::symmetric_sm90, DType::fp32);
+    const Eigen::MatrixXd wide = tall.transpose();
+    const auto want = verify::gpu_newton_schulz(engine, {wide}, ns, NsImpl::symmetric_sm90, DType::fp32);
+    INFO(preset);
+    REQUIRE(got[0].rows() == 328);
+    CHECK((got[0] - want[0].transpose()).cwiseAbs().maxCoeff() == 0.0);
+    CHECK(got[0].norm() > 1.0);
   }
 }
 

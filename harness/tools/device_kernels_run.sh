@@ -12,12 +12,12 @@ say "machine"; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.ma
 say "configure + build"
 source "$(dirname "$0")/device_configure.sh"
 device_configure . > $OUT/build.txt 2>&1 &&
-cmake --build build-dev -j16 --target dmuon-verify test_gpu_devices test_gpu_ns_engine test_gpu_elementwise \
+cmake --build build-dev -j16 --target dmuon-verify test_gpu_devices test_gpu_ns_engine test_gpu_elementwise test_gpu_sym_gemm \
   >> $OUT/build.txt 2>&1 || { tail -60 $OUT/build.txt >> "$LOG"; say "BUILD FAILED"; exit 1; }
 cmake --build build-dev -j16 --target dmuon-bench >> $OUT/build.txt 2>&1 || { tail -40 $OUT/build.txt >> "$LOG"; say "dmuon-bench BUILD FAILED"; }
 rm -f $OUT/build.txt
 say "GPU tests"
-for t in test_gpu_devices test_gpu_ns_engine test_gpu_elementwise; do
+for t in test_gpu_devices test_gpu_ns_engine test_gpu_elementwise test_gpu_sym_gemm; do
   ./build-dev/tests/$t > /tmp/$t.txt 2>&1; echo "$t exit $?" >> "$LOG"
   grep -E "^tune|FAILED|failed|passed|SKIP" /tmp/$t.txt | head -40 >> "$LOG"
 done

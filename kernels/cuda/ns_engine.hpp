@@ -31,8 +31,9 @@ using Stream = CUstream_st*;  // == cudaStream_t; nullptr is the legacy default 
 //               products (available only where the library offers such an algorithm).
 // symmetric_sm90: symmetric with X X^T and B = bA + cA^2 from the sm_90a kernel
 //               (kernels/cuda/sym_gemm_sm90.hpp: only lower-triangle tiles, the b A term fused
-//               in its epilogue, mirrored); wide row-major inputs with m and n multiples of 8 on
-//               sm_90 GPUs (elsewhere unavailable, like symmetric_lt).
+//               in its epilogue, mirrored); m and n multiples of 8 on sm_90 GPUs (elsewhere
+//               unavailable, like symmetric_lt). A tall input is normalised transposed, run
+//               wide and transposed back in one pass at the end.
 // gram:         Gram Newton-Schulz with ns.restarts (Dao-AILab; reference/newton_schulz.cpp).
 // gram_symmetric: gram with every m x m product (all symmetric: R, Z, Q are polynomials in
 //               X X^T) as lower-triangle block rows, mirrored; the rectangular ones general.

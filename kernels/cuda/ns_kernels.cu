@@ -97,6 +97,22 @@ __global__ void normalize_transposed_kernel(const void* in, int in_dtype, int no
   }
 }
 
+// 32 x 32 tiles of 16-bit words through shared memory, so that both sides coalesce.
+__global__ void transpose_16_kernel(const unsigned short* in, unsigned short* out, long rows, long cols) {
+  __shared__ unsigned short tile[32][33];
+  const long base = static_cast<long>(blockIdx.z) * rows * cols;
+  const long r0 = static_cast<long>(blockIdx.y) * 32, c0 = static_cast<long>(blockIdx.x) * 32;
+  for (int k = threadIdx.y; k < 32; k += blockDim.y) {
+    const long r = r0 + k, c = c0 + threadIdx.x;
+    if (r < rows && c < cols) tile[k][threadIdx.x] = in[base + r * cols + c];
+  }
+  __syncthreads();
+  for (int k = threadIdx.y; k < 32; k += blockDim.y) {
+    const long c = c0 + k, r = r0 + threadIdx.x;
+    if (r < rows && c < cols) out[base + c * rows + r] = tile[threadIdx.x][k];
+  }
+}
+
 // Q = Z + a I as torch's `Z + a * I` computes it (DMuon's first Gram Q): a*I is a tensor of the
 // compute dtype, so a is rounded to it first, then the sum is rounded once more.
 __global__ void add_identity_kernel(const void* Z, void* Q, long m, float a_exact, int dtype) {
@@ -216,6 +232,14 @@ void launch_normalize_transposed(const void* in, DType in_dtype, const NsConfig&
       in, static_cast<int>(in_dtype), static_cast<int>(ns.normalize_dtype), static_cast<int>(ns.compute_dtype), rows, cols,
       divisor, status, X);
   check_launch("normalize_transposed_kernel");
+}
+
+void launch_transpose_16(const void* in, void* out, long rows, long cols, int batch, cudaStream_t stream) {
+  if ((rows + 31) / 32 > 65535) throw Error("launch_transpose_16: " + std::to_string(rows) + " rows exceed the grid");
+  const dim3 grid(static_cast<unsigned>((cols + 31) / 32), static_cast<unsigned>((rows + 31) / 32), batch);
+  transpose_16_kernel<<<grid, dim3(32, 8), 0, stream>>>(static_cast<const unsigned short*>(in),
+                                                        static_cast<unsigned short*>(out), rows, cols);
+  check_launch("transpose_16_kernel");
 }
 
 void launch_add_identity(const void* Z, void* Q, long m, int batch, float a, DType dtype, cudaStream_t stream) {

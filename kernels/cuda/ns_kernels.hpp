@@ -32,6 +32,10 @@ void launch_normalize(const void* in, DType in_dtype, const NsConfig& ns, long e
 // the sm_90a kernel reads rows of X). 32 x 32 tiles through shared memory, so both sides coalesce.
 void launch_normalize_transposed(const void* in, DType in_dtype, const NsConfig& ns, long rows, long cols, int batch,
                                  const float* divisor, const int* status, void* X, cudaStream_t stream);
+// out = in^T for `batch` rows x cols row-major 16-bit matrices (bf16 or fp16; the bits are copied):
+// out is cols x rows row-major. symmetric_sm90 on a tall input runs wide and hands its result back
+// in the input's layout with this one pass (its last product's a X term needs X in the wide layout).
+void launch_transpose_16(const void* in, void* out, long rows, long cols, int batch, cudaStream_t stream);
 // Q = Z + a I for batch m x m matrices (one rounding of the fp32 sum); Q may alias Z.
 void launch_add_identity(const void* Z, void* Q, long m, int batch, float a, DType dtype, cudaStream_t stream);
 // out = in (fp32) stored once in `dtype` (bf16 or fp16), n elements: a sharded call's all-reduced

@@ -54,7 +54,7 @@ void gram_product(Ops& ops, SymMode mode, const NsGeometry& g, const void* X, vo
   if (mode == SymMode::full) return ops.gram(X, S);
   if (mode == SymMode::sm90) {
     // The kernel reads rows of X, so memory must hold X row-major (the wide orientation). The
-    // program never asks otherwise (ns_impl_supported, and gram_sm90 normalises a tall input
+    // program never asks otherwise (symmetric_sm90 and gram_sm90 normalise a tall input
     // transposed first); enqueue_gram's callers are told here instead of getting X^T X's rows.
     if (g.x_column_major) {
       throw Error("X X^T on the sm_90a kernel: a tall input (" + std::to_string(g.n) + " x " + std::to_string(g.m) +
@@ -121,9 +121,13 @@ bool restarts_before(const NsConfig& ns, int t) {
   return t != 0 && std::find(ns.restarts.begin(), ns.restarts.end(), t) != ns.restarts.end();
 }
 
-// A = X X^T; B = bA + cA^2; X = aX + BX, the last step writing `out`.
+// A = X X^T; B = bA + cA^2; X = aX + BX, the last step writing `out`. out_column_major: the
+// result in a tall input's layout although X is held wide (symmetric_sm90's transposed
+// normalisation, enqueue_program): the last step writes X wide, one transposing pass copies it out
+// (cuBLASLt cannot read its a X term, C, in another layout than D's).
 void standard_iterations(Ops& ops, SymMode mode, const GramSum& gram, const ProductSplit& split, const NsGeometry& g,
-                         const NsBuffers& buf, void* out, const NsConfig& ns, cudaStream_t stream) {
+                         const NsBuffers& buf, void* out, const NsConfig& ns, cudaStream_t stream,
+                         bool out_column_major = false) {
   void* x = buf.x[0];
   void* x_next = buf.x[1];
   void* A = buf.s[0];
@@ -137,10 +141,11 @@ void standard_iterations(Ops& ops, SymMode mode, const GramSum& gram, const Prod
     } else {
       symmetric_quadratic(ops, mode, g, A, B, static_cast<float>(k.b), static_cast<float>(k.c), stream, buf.sym);
     }
-    void* target = t == ns.steps - 1 ? out : x_next;
+    void* target = t == ns.steps - 1 && !out_column_major ? out : x_next;
     ops.left(B, x, target, x, static_cast<float>(k.a));
     std::swap(x, x_next);
   }
+  if (out_column_major) launch_transpose_16(x, out, g.m, g.n, g.batch, stream);
 }
 
 // D = alpha A B + beta C for m x m products whose exact result is symmetric: all of Gram NS's
@@ -272,10 +277,13 @@ SymMode square_mode(SymMode mode, const NsGeometry& g) {
 bool ns_impl_supported(LtGemm& gemm, NsImpl impl, const NsGeometry& g, const NsBuffers& buf, DType compute) {
   // Both take the m x m products through the kernel (m a multiple of 8); symmetric_sm90 also
   // X X^T, while gram_sm90 forms R with one full product where the kernel cannot.
+  // A tall input counts as its wide orientation: enqueue_program normalises it transposed.
   if (impl == NsImpl::symmetric_sm90 || impl == NsImpl::gram_sm90) {
     const bool squares =
         sym_gemm_sm90_unsupported(square_product(g, compute, buf.s[0], buf.s[1], nullptr, 1.0f, nullptr, 0.0f)).empty();
-    return squares && (impl == NsImpl::gram_sm90 || sm90_takes_gram(g, compute, buf.x[0]));
+    NsGeometry wide = g;
+    wide.x_column_major = false;
+    return squares && (impl == NsImpl::gram_sm90 || sm90_takes_gram(wide, compute, buf.x[0]));
   }
   if (impl != NsImpl::symmetric_lt) return true;
   Ops ops(gemm, nullptr, g, compute);
@@ -308,20 +316,25 @@ void enqueue_program(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeo
   launch_sum_squares(in, in_dtype, ns.normalize_dtype, elems, g.batch, buf.sums, stream);
   if (shard) shard->norm(buf.sums, stream);
   launch_norm_scale(buf.sums, g.batch, ns, buf.divisor, buf.status, stream);
-  // gram_sm90 on a tall input: memory holds X column-major, whose rows the kernel cannot read, so
-  // R = X X^T would be one full product (twice with a restart). Normalising into X row-major
-  // instead (one transposed pass) lets the whole program run wide; the last product writes the
-  // input's layout. Same products, same rounding points: only the memory layout differs.
+  // symmetric_sm90 / gram_sm90 on a tall input: memory holds X column-major, whose rows the
+  // kernel cannot read, so every X X^T would be a full product (gram_sm90) or impossible
+  // (symmetric_sm90). Normalising into X row-major instead (one transposed pass) lets the whole
+  // program run wide; the result goes back to the input's layout at the end (gram: in its last
+  // product; standard: one transposing pass). Same products, same rounding points: only the
+  // memory layout differs.
   NsGeometry wide = g;
   wide.x_column_major = false;
-  const bool transposed = impl == NsImpl::gram_sm90 && g.x_column_major && !shard && ns.steps > 0 &&
-                          sm90_takes_gram(wide, ns.compute_dtype, buf.x[0]);
+  const bool transposed = (impl == NsImpl::gram_sm90 || impl == NsImpl::symmetric_sm90) && g.x_column_major && !shard &&
+                          ns.steps > 0 && sm90_takes_gram(wide, ns.compute_dtype, buf.x[0]);
   if (transposed) {
     launch_normalize_transposed(in, in_dtype, ns, g.n, g.m, g.batch, buf.divisor, buf.status, buf.x[0], stream);
     Ops ops(gemm, stream, wide, ns.compute_dtype);
-    return gram_iterations(ops, square_mode(SymMode::sm90, wide), GramSum{SymMode::sm90, nullptr, nullptr, buf.sym},
-                           ProductSplit{nullptr, wide},
-                           wide, buf, out, ns, stream, true);
+    const SymMode products = square_mode(SymMode::sm90, wide);
+    const GramSum gram{SymMode::sm90, nullptr, nullptr, buf.sym};
+    if (impl == NsImpl::gram_sm90) {
+      return gram_iterations(ops, products, gram, ProductSplit{nullptr, wide}, wide, buf, out, ns, stream, true);
+    }
+    return standard_iterations(ops, products, gram, ProductSplit{nullptr, wide}, wide, buf, out, ns, stream, true);
   }
   launch_normalize(in, in_dtype, ns, elems, g.batch, buf.divisor, buf.status, buf.x[0], stream);
   if (ns.steps == 0) {
