@@ -168,7 +168,11 @@ int kernels_command(int argc, char** argv) {
     std::cout << "whole model " << w.model << " " << w.preset << ": " << w.matrices << " matrices, ours "
               << w.seconds * 1e3 << " ms, torch " << w.torch_seconds * 1e3 << " ms";
     if (w.complete()) {
-      std::cout << ", speedup " << w.speedup() << "\n";
+      std::cout << ", speedup " << w.speedup();
+      if (w.torch_best_seconds > 0) {
+        std::cout << "; torch best " << w.torch_best_seconds * 1e3 << " ms, speedup " << w.speedup_vs_best();
+      }
+      std::cout << "\n";
     } else {
       std::cout << ", not claimed (" << w.missing.size() << " shapes without a timing)\n";
     }

@@ -75,8 +75,9 @@ std::vector<Target> targets(const KernelBench& b) {
   for (const auto& w : whole_model_vs_torch(b)) {
     for (const auto& g : kWholeModelGoals) {
       if (w.model != g.model || w.preset != g.preset) continue;
-      t.push_back({"whole-model NS speedup vs torch, " + w.model + ", " + w.preset + " preset", g.goal, w.speedup(),
-                   w.complete()});
+      // Judged against torch's median and its best time, whichever gives less (WholeModelSpeedup).
+      t.push_back({"whole-model NS speedup vs torch, " + w.model + ", " + w.preset + " preset", g.goal,
+                   w.conservative_speedup(), w.complete()});
     }
   }
   const Speedup all = speedup_vs_torch(b, "dmuon", false, 0);
@@ -128,6 +129,7 @@ TorchBaseline load_torch_baseline(const std::string& file) {
     for (const auto& r : j.at("rows")) {
       const std::pair<long, long> key{r.at("rows").get<long>(), r.at("cols").get<long>()};
       t.seconds[key] = r.at("median_seconds").get<double>();
+      if (r.contains("min_seconds")) t.best_seconds[key] = r.at("min_seconds").get<double>();
       t.rel_error[key] = r.at("rel_error_vs_float64").get<double>();
     }
     return t;
@@ -144,7 +146,7 @@ std::vector<WholeModelSpeedup> whole_model_vs_torch(const KernelBench& b) {
     merge_shapes(shapes, {r.shape});
     times.push_back({r.shape.rows, r.shape.cols, r.preset, r.batch, per_matrix(r)});
   }
-  return whole_model_speedups(shapes, times, b.torch->seconds);
+  return whole_model_speedups(shapes, times, b.torch->seconds, b.torch->best_seconds);
 }
 
 Speedup speedup_vs_torch(const KernelBench& b, const std::string& preset, bool batched, double min_aspect) {
@@ -183,7 +185,11 @@ void write_report_json(const KernelBench& b, const std::string& path) {
   for (const auto& w : whole_model_vs_torch(b)) {
     whole.push_back({{"model", w.model}, {"preset", w.preset}, {"matrices", w.matrices}, {"seconds", w.seconds},
                      {"torch_seconds", w.torch_seconds},
-                     {"speedup", w.complete() ? json(w.speedup()) : json(nullptr)}, {"missing_shapes", w.missing}});
+                     {"speedup", w.complete() ? json(w.speedup()) : json(nullptr)},
+                     {"torch_best_seconds", w.torch_best_seconds > 0 ? json(w.torch_best_seconds) : json(nullptr)},
+                     {"speedup_vs_torch_best",
+                      w.complete() && w.torch_best_seconds > 0 ? json(w.speedup_vs_best()) : json(nullptr)},
+                     {"missing_shapes", w.missing}});
   }
   const NsBenchRow* big_std = find_row(b, 8192, 28672, "torch");
   const NsBenchRow* big_gram = find_row(b, 8192, 28672, "dmuon");
@@ -224,17 +230,25 @@ std::string whole_model_markdown(const KernelBench& b) {
   std::ostringstream md;
   md << "## Whole model\n\nEach model's Muon matrices, every shape at the model's batch (the largest batch timed "
         "that does not exceed the model's count of it), summed, against torch's per-matrix time times the same "
-        "counts (`whole_model_speedup_vs_torch` in the JSON).\n\n"
-     << "| model | preset | matrices | ours ms | torch ms | speedup |\n| --- | --- | ---: | ---: | ---: | ---: |\n";
+        "counts (`whole_model_speedup_vs_torch` in the JSON): torch's median per shape, and its fastest sample "
+        "(`torch_best_seconds`). Torch's eager calls wait on the host, whose pace can move within one call; the "
+        "targets above take the lower of the two speedups.\n\n"
+     << "| model | preset | matrices | ours ms | torch ms (median) | speedup | torch ms (best) | speedup vs best |\n"
+     << "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   for (const auto& w : whole) {
     md << "| " << w.model << " | " << w.preset << " | " << w.matrices << " | " << fmt(w.seconds * 1e3, 1) << " | "
        << fmt(w.torch_seconds * 1e3, 1) << " | ";
     if (w.complete()) {
-      md << fmt(w.speedup(), 2) << "x |\n";
+      md << fmt(w.speedup(), 2) << "x | ";
+      if (w.torch_best_seconds > 0) {
+        md << fmt(w.torch_best_seconds * 1e3, 1) << " | " << fmt(w.speedup_vs_best(), 2) << "x |\n";
+      } else {
+        md << "- | - |\n";
+      }
     } else {
       std::string missing;
       for (const auto& m : w.missing) missing += (missing.empty() ? "" : ", ") + m;
-      md << "not claimed: no timing for " << missing << " |\n";
+      md << "not claimed: no timing for " << missing << " | | |\n";
     }
   }
   md << "\n";

@@ -18,6 +18,7 @@ namespace dmuon::bench {
 struct TorchBaseline {
   std::string torch_version, device, flags;
   std::map<std::pair<long, long>, double> seconds;    // (rows, cols) -> median seconds
+  std::map<std::pair<long, long>, double> best_seconds;  // (rows, cols) -> fastest sample (min_seconds)
   std::map<std::pair<long, long>, double> rel_error;  // torch's bf16 error vs float64
 };
 // Throws dmuon::Error naming the file on a missing file or a malformed entry.

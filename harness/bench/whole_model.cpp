@@ -33,7 +33,8 @@ int executor_batch(long count, long rows, long cols, long max_elements, int max_
 
 std::vector<WholeModelSpeedup> whole_model_speedups(const std::vector<BenchShape>& shapes,
                                                     const std::vector<ShapeTime>& times,
-                                                    const std::map<std::pair<long, long>, double>& torch_seconds) {
+                                                    const std::map<std::pair<long, long>, double>& torch_seconds,
+                                                    const std::map<std::pair<long, long>, double>& torch_best) {
   std::vector<std::string> models, presets;
   for (const auto& s : shapes) {
     for (const auto& m : s.models) {
@@ -49,6 +50,7 @@ std::vector<WholeModelSpeedup> whole_model_speedups(const std::vector<BenchShape
       WholeModelSpeedup w;
       w.model = model;
       w.preset = preset;
+      bool best_complete = !torch_best.empty();
       for (const auto& s : shapes) {
         const int count = count_in(s, model);
         if (count == 0) continue;
@@ -61,7 +63,14 @@ std::vector<WholeModelSpeedup> whole_model_speedups(const std::vector<BenchShape
         w.matrices += count;
         w.seconds += count * t->seconds_per_matrix;
         w.torch_seconds += count * torch->second;
+        auto best = torch_best.find({s.rows, s.cols});
+        if (best == torch_best.end()) {
+          best_complete = false;
+        } else {
+          w.torch_best_seconds += count * best->second;
+        }
       }
+      if (!best_complete) w.torch_best_seconds = 0;
       out.push_back(w);
     }
   }
