@@ -1,5 +1,6 @@
 #include "harness/dmuon_bench_step.hpp"
 
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -16,6 +17,7 @@
 #include "core/plan/step_planner.hpp"
 #include "core/plan/step_units.hpp"
 #include "harness/dmuon_bench_step_report.hpp"
+#include "kernels/cuda/device_buffer.hpp"
 #include "kernels/cuda/device_query.hpp"
 #include "kernels/exec/bench.hpp"
 #include "kernels/exec/launch.hpp"
@@ -30,6 +32,7 @@ struct Args {
   std::vector<std::string> strategies;
   exec::BenchOptions bench;
   int max_batch = 64;
+  double reserve_gib = 0;  // device memory each rank holds for the run (--reserve-GiB)
   bool compute_standin = false;
   std::string command;
 };
@@ -51,6 +54,9 @@ bool parse(int argc, char** argv, Args& a) {
       ("calibration", po::value(&a.calibration), "calibration YAML for the owner assignment's cost model")
       ("compute-standin", po::bool_switch(&a.compute_standin),
        "measure the whole step: forward/backward weight GEMMs (cuBLASLt) between the collectives, then the optimizer")
+      ("reserve-GiB", po::value(&a.reserve_gib)->default_value(a.reserve_gib),
+       "device memory each rank allocates and holds for the whole run, untouched (to see whether launch costs "
+       "move with the footprint)")
       ("machine", po::value(&a.machine), "report name: reports/step-<machine>.* (default <world>x<gpu>)")
       ("out-dir", po::value(&a.out_dir)->default_value(a.out_dir), "where the reports go");
   po::variables_map vm;
@@ -61,6 +67,9 @@ bool parse(int argc, char** argv, Args& a) {
   }
   po::notify(vm);
   if (a.backend != "nccl") throw Error("--backend: '" + a.backend + "' cannot measure a step (available: nccl)");
+  if (!(a.reserve_gib >= 0) || !std::isfinite(a.reserve_gib)) {
+    throw Error("--reserve-GiB: must be a finite number >= 0, got " + std::to_string(a.reserve_gib));
+  }
   exec::validate(a.bench);
   // The first iteration picks cuBLASLt's algorithms for every stand-in shape: never time it.
   if (a.compute_standin && a.bench.warmup < 1) throw Error("--compute-standin: needs --warmup >= 1, got --warmup " + std::to_string(a.bench.warmup));
@@ -146,6 +155,12 @@ CostModel cost_model(const Scenario& sc, const Args& a) {
 
 void run_rank(exec::RankHandle& h, const Args& a, StepReport& report) {
   const Scenario sc = load_scenario(a.scenario);
+  // Allocated on the rank's device after the launcher selected it; freed when the rank returns.
+  std::optional<cuda::DeviceBuffer> reserve;
+  if (a.reserve_gib > 0) {
+    reserve.emplace(static_cast<std::size_t>(a.reserve_gib * double(std::size_t{1} << 30)),
+                    "--reserve-GiB on rank " + std::to_string(h.rank()));
+  }
   const Routing routing = route_parameters(sc.model, sc.routing);
   const Mesh mesh = mesh_for_cluster(sc.cluster);
   if (mesh.world() != h.world()) {
