@@ -28,7 +28,7 @@ struct Args {
   long batch_elements = 1L << 32;  // a memory guard on the executor's batch (below), not the batch itself
   long gemm_size = 8192;
   long elementwise_elements = 1L << 27;
-  bool print_shapes = false, no_batched = false, chosen_only = false;
+  bool print_shapes = false, no_batched = false, chosen_only = false, no_retune = false;
 };
 
 std::vector<std::string> split(const std::string& text) {
@@ -54,6 +54,9 @@ bool parse(int argc, char** argv, Args& a) {
        "also time the shape at the executor's batch (the model's count of it, at most the Plan's "
        "max_batch), capped at this many elements (0: never)")
       ("chosen-only", po::bool_switch(&a.chosen_only), "time only the autotuner's winner")
+      ("no-retune", po::bool_switch(&a.no_retune),
+       "with --chosen-only: take the winner from --tune-cache without re-timing the candidates first (shapes "
+       "the cache lacks are still tuned), so that a profiler sees only the timed calls")
       ("gemm-size", po::value(&a.gemm_size)->default_value(a.gemm_size), "n of the n^3 GEMM ceiling")
       ("elementwise-elements", po::value(&a.elementwise_elements)->default_value(a.elementwise_elements),
        "elements of the elementwise bandwidth runs")
@@ -73,6 +76,7 @@ bool parse(int argc, char** argv, Args& a) {
   if (a.models.empty() && a.shapes.empty()) throw Error("give --model and/or --shapes");
   if (a.repeats < 1 || a.warmup < 0) throw Error("--repeats must be >= 1 and --warmup >= 0");
   for (const auto& p : split(a.presets)) optimizer_preset(p, "--presets");
+  if (a.no_retune && !a.chosen_only) throw Error("--no-retune needs --chosen-only (the other variants' times come from the autotuner)");
   return true;
 }
 
@@ -92,6 +96,7 @@ void run(const Args& a, KernelBench& b, const std::vector<BenchShape>& shapes) {
   TimingOptions t;
   t.repeats = a.repeats;
   t.warmup = a.warmup;
+  t.retune = !a.no_retune;
   for (const auto& s : shapes) {
     for (const auto& preset : split(a.presets)) {
       const NsConfig ns = optimizer_preset(preset).muon.ns;

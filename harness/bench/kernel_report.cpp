@@ -93,7 +93,8 @@ json row_json(const KernelBench& b, const NsBenchRow& r) {
   json variants = json::array();
   for (const auto& v : r.variants) {
     json j{{"impl", std::string(cuda::to_string(v.impl))}, {"available", v.available},
-           {"passed_gate", v.passed_gate}, {"rel_diff_vs_standard", v.rel_diff}};
+           {"passed_gate", v.passed_gate},
+           {"rel_diff_vs_standard", std::isnan(v.rel_diff) ? json(nullptr) : json(v.rel_diff)}};
     if (v.timed) j["median_seconds"] = v.median_seconds;
     if (!v.note.empty()) j["note"] = v.note;
     variants.push_back(j);
@@ -299,7 +300,7 @@ void write_report_markdown(const KernelBench& b, const std::string& path) {
     for (const auto& v : r.variants) {
       variants += std::string(cuda::to_string(v.impl)) + " ";
       variants += !v.available ? "n/a" : !v.passed_gate ? "gate-fail" : v.timed ? fmt(v.median_seconds * 1e3) : "-";
-      variants += " (" + fmt(v.rel_diff, 4) + "); ";
+      variants += " (" + (std::isnan(v.rel_diff) ? std::string("not re-tuned") : fmt(v.rel_diff, 4)) + "); ";
     }
     const auto t = torch_seconds(b, r.shape);
     md << "| " << r.shape.label() << " | " << fmt(r.shape.aspect(), 2) << " | x" << r.shape.count << " | "

@@ -19,12 +19,16 @@ struct TimingOptions {
   // fp32: what torch.optim.Muon hands its NS (dmuon-bench kernels); the executor hands the
   // engine its compute dtype (dmuon-bench calibrate times it that way).
   DType in_dtype = DType::fp32;
+  // false: time the winner the engine already knows (its tune cache) without re-timing every
+  // candidate first (a key the cache lacks is still tuned): the process then launches only the
+  // timed calls, which is what a profiler of one call needs. The row lists the winner alone.
+  bool retune = true;
 };
 
 struct VariantTime {
   cuda::NsImpl impl = cuda::NsImpl::standard;
   bool available = true, passed_gate = false, timed = false;
-  double rel_diff = 0;  // vs the standard implementation, from the autotuner
+  double rel_diff = 0;  // vs the standard implementation, from the autotuner (NaN: not re-tuned)
   double median_seconds = 0;
   std::string note;
 };
@@ -41,7 +45,8 @@ struct NsBenchRow {
 };
 
 // Autotunes (shape, batch, ns), then times the winner, or every implementation that is available
-// and passed the gate when all_variants, on options.in_dtype inputs.
+// and passed the gate when all_variants, on options.in_dtype inputs. options.retune false (only
+// without all_variants): the engine's known winner, not re-tuned.
 NsBenchRow time_ns(cuda::NsEngine& engine, const BenchShape& shape, int batch, const std::string& preset,
                    const NsConfig& ns, const TimingOptions& options, bool all_variants);
 
