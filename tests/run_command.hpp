@@ -24,3 +24,13 @@ inline CommandOutcome run_command(const std::string& exe, const std::string& arg
   o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return o;
 }
+
+// A usage error as the CLIs report one: exit 2 and exactly one line, which contains `message`.
+inline void check_usage_error(const CommandOutcome& o, const std::string& message) {
+  INFO(o.output);
+  CHECK(o.exit_code == 2);
+  long lines = 0;
+  for (char c : o.output) lines += c == '\n';
+  CHECK(lines == 1);
+  CHECK(o.output.find(message) != std::string::npos);
+}

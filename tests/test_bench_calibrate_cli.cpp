@@ -36,11 +36,7 @@ std::string write(const std::string& name, const std::string& text) {
 
 void expect_usage_error(const std::string& args, const std::string& message) {
   INFO(args);
-  const auto o = run(args);
-  INFO(o.output);
-  CHECK(o.exit_code == 2);
-  CHECK(lines(o.output) == 1);
-  CHECK(o.output.find(message) != std::string::npos);
+  check_usage_error(run(args), message);
 }
 
 }  // namespace
