@@ -1,6 +1,7 @@
 // Runs a command-line program of the project with arguments and captures what it prints, for
 // the CLI tests (exit codes and one-line errors).
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <string>
@@ -25,12 +26,12 @@ inline CommandOutcome run_command(const std::string& exe, const std::string& arg
   return o;
 }
 
+inline long output_lines(const std::string& text) { return std::count(text.begin(), text.end(), '\n'); }
+
 // A usage error as the CLIs report one: exit 2 and exactly one line, which contains `message`.
 inline void check_usage_error(const CommandOutcome& o, const std::string& message) {
   INFO(o.output);
   CHECK(o.exit_code == 2);
-  long lines = 0;
-  for (char c : o.output) lines += c == '\n';
-  CHECK(lines == 1);
+  CHECK(output_lines(o.output) == 1);
   CHECK(o.output.find(message) != std::string::npos);
 }

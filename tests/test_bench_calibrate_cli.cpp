@@ -26,8 +26,6 @@ std::string valid(const std::string& more = "") {
   return "--scenario " + kScenario + " --out " + dmuon::test::temp_path("cal.yaml") + " " + more;
 }
 
-long lines(const std::string& text) { return std::count(text.begin(), text.end(), '\n'); }
-
 std::string write(const std::string& name, const std::string& text) {
   const std::string path = dmuon::test::temp_path(name);
   std::ofstream(path) << text;
@@ -84,7 +82,7 @@ TEST_CASE("valid input on a machine without a GPU: one line, exit 1", "[cli]") {
   const auto o = run(valid("--ns-grid small --layers-json " + ok));
   INFO(o.output);
   CHECK(o.exit_code == 1);
-  CHECK(lines(o.output) == 1);
+  CHECK(output_lines(o.output) == 1);
   CHECK(o.output.find("dmuon-bench calibrate: no CUDA device visible") != std::string::npos);
 }
 

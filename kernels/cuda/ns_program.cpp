@@ -265,6 +265,13 @@ bool sm90_takes_gram(const NsGeometry& g, DType compute, const void* X) {
   return !g.x_column_major && sym_xxt_sm90_unsupported(g.m, g.n, compute, X).empty();
 }
 
+// The same geometry held wide (X row-major): how the sm_90 programs run a tall input after its
+// transposed normalisation (enqueue_program).
+NsGeometry wide_orientation(NsGeometry g) {
+  g.x_column_major = false;
+  return g;
+}
+
 // The mode of a program's m x m products: the sm_90a variants hand them to one full cuBLAS GEMM
 // where the kernel would leave the GPU underfilled (sym_gemm_sm90_underfills: m <= 2048 in batch
 // 1 on an H100), keeping the kernel for X X^T, whose long k stream-K spreads over every SM.
@@ -281,9 +288,7 @@ bool ns_impl_supported(LtGemm& gemm, NsImpl impl, const NsGeometry& g, const NsB
   if (impl == NsImpl::symmetric_sm90 || impl == NsImpl::gram_sm90) {
     const bool squares =
         sym_gemm_sm90_unsupported(square_product(g, compute, buf.s[0], buf.s[1], nullptr, 1.0f, nullptr, 0.0f)).empty();
-    NsGeometry wide = g;
-    wide.x_column_major = false;
-    return squares && (impl == NsImpl::gram_sm90 || sm90_takes_gram(wide, compute, buf.x[0]));
+    return squares && (impl == NsImpl::gram_sm90 || sm90_takes_gram(wide_orientation(g), compute, buf.x[0]));
   }
   if (impl != NsImpl::symmetric_lt) return true;
   Ops ops(gemm, nullptr, g, compute);
@@ -322,8 +327,7 @@ void enqueue_program(LtGemm& gemm, cudaStream_t stream, NsImpl impl, const NsGeo
   // program run wide; the result goes back to the input's layout at the end (gram: in its last
   // product; standard: one transposing pass). Same products, same rounding points: only the
   // memory layout differs.
-  NsGeometry wide = g;
-  wide.x_column_major = false;
+  const NsGeometry wide = wide_orientation(g);
   const bool transposed = (impl == NsImpl::gram_sm90 || impl == NsImpl::symmetric_sm90) && g.x_column_major && !shard &&
                           ns.steps > 0 && sm90_takes_gram(wide, ns.compute_dtype, buf.x[0]);
   if (transposed) {
