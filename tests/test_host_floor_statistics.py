@@ -2,7 +2,7 @@
 """harness/tools/host_floor_statistics.py on the committed leases: its one-rank line puts the floor
 the committed 2-GPU calibrations carry since stop 42 (harness/tools/one_rank_floor.py), so its
 one-rank rows of the committed leases must give the leave-one-out's FSDP2 errors
-(reports/sim-validation-loo.json); every lease prints its three statistics of the 2-GPU floor runs
+(reports/sim-validation-loo.json, the current files' rows and an earlier lease's); every lease prints its three statistics of the 2-GPU floor runs
 and the one-rank line, and the lower statistics never price a step above the median one (a lower
 host floor cannot make a step longer).
 
@@ -44,12 +44,14 @@ class HostFloorStatistics(unittest.TestCase):
                 self.assertGreaterEqual(len(self.rows[(lease, how)]), 3)
 
     def test_one_rank_is_the_committed_floor(self):
-        loo = json.load(open(os.path.join(ROOT, "reports", "sim-validation-loo.json")))["rows"]
-        committed = {"2xh200 01:02": "2xh200", "2xh100 16:38": "2xh100"}
+        loo = json.load(open(os.path.join(ROOT, "reports", "sim-validation-loo.json")))
+        # 2 x H200's current file, and 2 x H100's stop-42 lease (an earlier lease since stop 46)
+        rows = {"2xh200 01:02": [r for r in loo["rows"] if r["machine"] == "2xh200"],
+                "2xh100 16:38": [r for r in loo["earlier_lease_rows"] if r["lease"] == "2xh100 2026-11-27 16:38"]}
         checked = 0
-        for lease, machine in committed.items():
-            for r in loo:
-                if r["machine"] != machine or "FSDP2" not in r["quantity"]:
+        for lease, lease_rows in rows.items():
+            for r in lease_rows:
+                if "FSDP2" not in r["quantity"]:
                     continue
                 model = r["configuration"].split("-torch")[0]
                 self.assertAlmostEqual(self.rows[(lease, "one-rank")][model], 100 * r["calibrated_error"], delta=0.06)

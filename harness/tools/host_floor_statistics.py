@@ -40,9 +40,10 @@ LEASES = [
     # Stop 35's: calibration, floor runs and FSDP2 steps of one lease.
     ("2xh100 00:42", "reports/measured/2xh100/lease-2026-11-27-0042/calibrate/h100-sxm-x2.yaml",
      "reports/measured/2xh100/lease-2026-11-27-0042/calibrate", "reports/measured/2xh100/lease-2026-11-27-0042/fsdp2"),
-    # The committed one (stop 42): the same, each floor depth and each step the median of three processes.
-    ("2xh100 16:38", "scenarios/calibration/h100-sxm-x2.yaml",
-     "reports/measured/2xh100/lease-2026-11-27-1638/calibrate", "reports/measured/2xh100"),
+    # Stop 42's: the same, each floor depth and each step the median of three processes. The
+    # committed file since stop 46 (lease 2026-11-28 00:55) ran no 2-GPU floor runs, so it has no line here.
+    ("2xh100 16:38", "reports/measured/2xh100/lease-2026-11-27-1638/calibrate/h100-sxm-x2.yaml",
+     "reports/measured/2xh100/lease-2026-11-27-1638/calibrate", "reports/measured/2xh100/lease-2026-11-27-1638/fsdp2"),
 ]
 
 

@@ -49,7 +49,7 @@ CALIBRATION_MODEL = "qwen2.5-3b"
 # "earlier_leases", so that the spread from one lease of the same machine to the next stays in view.
 EARLIER_LEASE_STAMPS = {
     "1xh100": ["2026-11-26-2343", "2026-11-27-1246", "2026-11-27-1257", "2026-11-27-1446", "2026-11-27-1509", "2026-11-27-1910", "2026-11-27-2033"],
-    "2xh100": ["2026-11-27-0042"],
+    "2xh100": ["2026-11-27-0042", "2026-11-27-1638"],
 }
 
 
