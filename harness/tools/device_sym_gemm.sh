@@ -6,7 +6,7 @@
 # SYM_SHAPES overrides the benchmark's shapes; SYM_SKIP_TESTS=1 times only; SYM_AUTOTUNE=1 also
 # runs `dmuon-bench kernels` on three model shapes, whose variants column shows what the
 # autotuner measured for symmetric_sm90 / gram_sm90 and which implementation it chose (SYM_KERNEL_SHAPES
-# overrides those shapes); SYM_K32=1 (below).
+# overrides those shapes); SYM_EPILOGUE_AB=1 (below).
 set -o pipefail
 OUT=${OUT:?set OUT}
 export NCCL_NVLS_ENABLE=0
@@ -42,17 +42,19 @@ say "dmuon-bench sym-gemm"
 timeout 240 ./build-dev/harness/dmuon-bench sym-gemm ${SYM_SHAPES:+--shapes $SYM_SHAPES} --report-md $OUT/sym-gemm.md \
   > $OUT/bench.txt 2>&1
 echo "bench exit $?" | tee -a "$LOG"
-# SYM_K32=1: the same test and benchmark again with the 8-stage, 64-byte-row ring
-# (DMUON_SYM_GEMM_BK=32), after the default ones, so both are timed in one call.
-if [ "${SYM_K32:-0}" = 1 ]; then
-  say "test_gpu_sym_gemm, DMUON_SYM_GEMM_BK=32"
-  DMUON_SYM_GEMM_BK=32 timeout 120 ./build-dev/tests/test_gpu_sym_gemm > $OUT/test_sym_k32.txt 2>&1
+# SYM_EPILOGUE_AB=1: the same test with every launch's epilogue overlapped, then the benchmark with
+# DMUON_SYM_EPILOGUE=inline and =overlap, so both epilogues are timed in one call.
+if [ "${SYM_EPILOGUE_AB:-0}" = 1 ]; then
+  say "test_gpu_sym_gemm, DMUON_SYM_EPILOGUE=overlap"
+  DMUON_SYM_EPILOGUE=overlap timeout 150 ./build-dev/tests/test_gpu_sym_gemm > $OUT/test_sym_overlap.txt 2>&1
   rc=$?
-  echo "test_gpu_sym_gemm (BK 32) exit $rc" | tee -a "$LOG"; tail -3 $OUT/test_sym_k32.txt >> "$LOG"
+  echo "test_gpu_sym_gemm (overlap) exit $rc" | tee -a "$LOG"; tail -3 $OUT/test_sym_overlap.txt >> "$LOG"
   if [ $rc != 124 ]; then
-    DMUON_SYM_GEMM_BK=32 timeout 120 ./build-dev/harness/dmuon-bench sym-gemm ${SYM_SHAPES:+--shapes $SYM_SHAPES} \
-      --report-md $OUT/sym-gemm-k32.md > $OUT/bench-k32.txt 2>&1
-    echo "bench (BK 32) exit $?" | tee -a "$LOG"
+    for mode in inline overlap; do
+      DMUON_SYM_EPILOGUE=$mode timeout 120 ./build-dev/harness/dmuon-bench sym-gemm ${SYM_SHAPES:+--shapes $SYM_SHAPES} \
+        --report-md $OUT/sym-gemm-$mode.md > $OUT/bench-$mode.txt 2>&1
+      echo "bench ($mode) exit $?" | tee -a "$LOG"
+    done
   fi
 fi
 if [ "${SYM_AUTOTUNE:-0}" = 1 ]; then
@@ -66,4 +68,6 @@ fi
 say "done"
 tail -c 2500 "$LOG"
 grep "^|" $OUT/bench.txt | cut -d'|' -f2-7
-[ -f $OUT/bench-k32.txt ] && { echo "BK 32:"; grep "^|" $OUT/bench-k32.txt | cut -d'|' -f2-7,10-11; }
+for mode in inline overlap; do
+  [ -f $OUT/bench-$mode.txt ] && { echo "DMUON_SYM_EPILOGUE=$mode:"; grep "^|" $OUT/bench-$mode.txt | cut -d'|' -f2-7; }
+done
