@@ -227,10 +227,11 @@ __device__ void consume(Smem<kOverlap>& sm, T* D, const T* C, float alpha, float
       mainloop<T, 256, kOverlap, true>(sm, acc, half, k1 - k0, stage, phase);
       if (split && !fixup<256>(sk, acc, item, k0, k_iters, steps, rank, half)) continue;
       if constexpr (kOverlap) {
-        // This half's diagonal tile in columns 128 half.. (handoff_of's second region for half 1).
+        // This half's diagonal tile, as two m64 fragments (staged_block: columns 128 half..).
+        const StagedBlock b = staged_block(p, half);
         hand_off(sm.epi, res_phase, [&](unsigned short* res) {
-          stage_fragment<T, 128, kHasC>(acc, res, 0, 128 * half, alpha, beta);
-          stage_fragment<T, 128, kHasC>(acc + 64, res, 64, 128 * half, alpha, beta);
+          stage_fragment<T, 128, kHasC>(acc, res, b.row0, b.col0, alpha, beta);
+          stage_fragment<T, 128, kHasC>(acc + 64, res, b.row0 + 64, b.col0, alpha, beta);
         });
       } else {
         // This half's diagonal tile (a double's tiles are always real: rows is m).
@@ -247,8 +248,9 @@ __device__ void consume(Smem<kOverlap>& sm, T* D, const T* C, float alpha, float
       mainloop<T, 256, kOverlap>(sm, acc, half, k1 - k0, stage, phase);
       if (split && !fixup<256>(sk, acc, item, k0, k_iters, steps, rank, half)) continue;
       if constexpr (kOverlap) {
+        const StagedBlock b = staged_block(p, half);
         hand_off(sm.epi, res_phase, [&](unsigned short* res) {
-          stage_fragment<T, 256, kHasC>(acc, res, 64 * half, 0, alpha, beta);
+          stage_fragment<T, 256, kHasC>(acc, res, b.row0, b.col0, alpha, beta);
         });
       } else {
         const Scale<T> sc{kHasC ? C + entry : nullptr, alpha, beta};
@@ -260,8 +262,9 @@ __device__ void consume(Smem<kOverlap>& sm, T* D, const T* C, float alpha, float
       if (split && !fixup<128>(sk, acc, item, k0, k_iters, steps, rank, half)) continue;
       if constexpr (kOverlap) {
         if (!piece_stores(p, k0)) continue;  // a dummy
+        const StagedBlock b = staged_block(p, half);
         hand_off(sm.epi, res_phase, [&](unsigned short* res) {
-          stage_fragment<T, 128, kHasC>(acc, res, 64 * half, 0, alpha, beta);
+          stage_fragment<T, 128, kHasC>(acc, res, b.row0, b.col0, alpha, beta);
         });
       } else {
         const Scale<T> sc{kHasC ? C + entry : nullptr, alpha, beta};

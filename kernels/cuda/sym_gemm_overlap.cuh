@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/sym_gemm_epilogue.cuh"
+#include "kernels/cuda/sym_gemm_handoff.hpp"
 #include "kernels/cuda/sym_gemm_ptx.cuh"
 #include "kernels/cuda/sym_gemm_schedule.hpp"
 
@@ -36,37 +37,6 @@ struct OverlapSmem {
   std::uint64_t res_free;                             // the tile may be written (and holds C)
   std::uint64_t res_full;                             // the tile holds the piece's results
 };
-
-// Whether a CTA's segment of this piece stores results: not a dummy, and (stream-K) the segment
-// that holds k step 0, which adds the others' partials.
-__device__ __forceinline__ bool piece_stores(const Piece& p, int k0) { return p.store && k0 == 0; }
-
-// One 128 x 128 region of the staging tile (columns [128 g, 128 g + 128)): D's tile at rows
-// row0.., columns col0.. of the m x m matrix at offset `entry`.
-struct Region {
-  long entry = 0;
-  int row0 = 0, col0 = 0;
-};
-struct Handoff {
-  Region r[2];
-  int regions = 1;
-};
-
-// Where a piece's staged columns go: a pair's two column blocks, a single's one, a double's two
-// diagonal tiles (warpgroup 0's in columns 0-127, warpgroup 1's in 128-255).
-__device__ __forceinline__ Handoff handoff_of(const Piece& p, int m) {
-  const long mm = static_cast<long>(m) * m;
-  Handoff h;
-  h.r[0] = {p.batch * mm, p.row_block * kTile, p.col0 * kTile};
-  if (p.diag_row >= 0) {
-    h.r[1] = {p.diag_batch * mm, p.diag_row * kTile, p.diag_row * kTile};
-    h.regions = 2;
-  } else if (p.col1 >= 0) {
-    h.r[1] = {p.batch * mm, p.row_block * kTile, p.col1 * kTile};
-    h.regions = 2;
-  }
-  return h;
-}
 
 // Consumer side: one warpgroup's 64 x N fragment (wgmma's m64nN layout: thread (warp w, lane l)
 // holds acc[4j + 2h + e] at row 16w + l/4 + 8h, column 8j + 2(l%4) + e) into the tile at
@@ -95,8 +65,7 @@ __device__ __forceinline__ void stage_fragment(const float* acc, unsigned short*
   }
 }
 
-// Storer side. Vector v of a region: row v / 16 of the tile, columns 8 (v % 16) .. + 7.
-constexpr int kRegionVectors = kTile * kTile / 8;
+// Storer side (the runs' coordinates: sym_gemm_handoff.hpp).
 
 // C's regions into the tile (zeros outside the matrix), four 16-byte loads in flight a thread.
 template <typename T>
@@ -110,9 +79,9 @@ __device__ __forceinline__ void load_c(unsigned short* res, const Handoff& h, co
     for (int i = 0; i < kAhead; ++i) {
       const int vi = base + i * kStorers;
       if (vi >= total) break;
-      const Region& g = h.r[vi / kRegionVectors];
-      const int w = vi % kRegionVectors, row = g.row0 + w / 16, col = g.col0 + 8 * (w % 16);
-      const T* src = C + g.entry + static_cast<long>(row) * m + col;
+      const StoreRun run = tile_run(h, vi);
+      const int row = run.d_row, col = run.d_col;
+      const T* src = C + h.r[run.region].entry + static_cast<long>(row) * m + col;
       if (vector_loads && row < m && col + 7 < m) {
         v[i] = *reinterpret_cast<const uint4*>(src);
       } else {
@@ -126,38 +95,34 @@ __device__ __forceinline__ void load_c(unsigned short* res, const Handoff& h, co
     for (int i = 0; i < kAhead; ++i) {
       const int vi = base + i * kStorers;
       if (vi >= total) break;
-      const int w = vi % kRegionVectors;
-      *reinterpret_cast<uint4*>(res + (w / 16) * kResPitch + 128 * (vi / kRegionVectors) + 8 * (w % 16)) = v[i];
+      const StoreRun run = tile_run(h, vi);
+      *reinterpret_cast<uint4*>(res + run.tile_row * kResPitch + run.tile_col) = v[i];
     }
   }
 }
 
-// The staged results to D: each region's lower triangle row by row, then its transpose (tile
-// column c becomes D row col0 + c, 8 tile rows a vector), every element of D written once.
+// The staged results to D: each region's lower triangle row by row, then its transpose (staging
+// column c becomes D row col0 + c, 8 staging rows a run), every element of D written once.
 template <typename T>
 __device__ __forceinline__ void store_staged(const unsigned short* res, const Handoff& h, T* D, int m, bool aligned) {
   const int s = threadIdx.x - 32;
   const int total = h.regions * kRegionVectors;
   const T* tile = reinterpret_cast<const T*>(res);
   for (int vi = s; vi < total; vi += kStorers) {
-    const Region& g = h.r[vi / kRegionVectors];
-    const int w = vi % kRegionVectors, r = w / 16, c = 8 * (w % 16);
-    const int row = g.row0 + r;
-    if (row >= m) continue;
+    const StoreRun run = tile_run(h, vi);
+    if (run.d_row >= m) continue;
     T v[8];
-    *reinterpret_cast<uint4*>(v) = *reinterpret_cast<const uint4*>(tile + r * kResPitch + 128 * (vi / kRegionVectors) + c);
-    store8(D + g.entry, m, row, g.col0 + c, v, aligned, [&](int col) { return col <= row; });
+    *reinterpret_cast<uint4*>(v) = *reinterpret_cast<const uint4*>(tile + run.tile_row * kResPitch + run.tile_col);
+    store8(D + h.r[run.region].entry, m, run.d_row, run.d_col, v, aligned, [&](int col) { return run_keeps(run, col, m); });
   }
   for (int vi = s; vi < total; vi += kStorers) {
-    const Region& g = h.r[vi / kRegionVectors];
-    const int w = vi % kRegionVectors, c = w % kTile, r = 8 * (w / kTile);
-    const int row = g.col0 + c;
-    if (row >= m) continue;
-    const T* src = tile + 128 * (vi / kRegionVectors) + c;
+    const StoreRun run = mirror_run(h, vi);
+    if (run.d_row >= m) continue;
+    const T* src = tile + run.tile_row * kResPitch + run.tile_col;
     T v[8];
 #pragma unroll
-    for (int e = 0; e < 8; ++e) v[e] = src[(r + e) * kResPitch];
-    store8(D + g.entry, m, row, g.row0 + r, v, aligned, [&](int col) { return col > row && col < m; });
+    for (int e = 0; e < 8; ++e) v[e] = src[e * kResPitch];
+    store8(D + h.r[run.region].entry, m, run.d_row, run.d_col, v, aligned, [&](int col) { return run_keeps(run, col, m); });
   }
 }
 
