@@ -52,7 +52,7 @@ for mode in rule inline; do
     --torch-json $OUT/torch.json --tune-cache /tmp/tune-$mode.json --report-md $OUT/kernels-$mode.md \
     --report-json $OUT/kernels-$mode.json > /tmp/k-$mode.txt 2>&1
   echo "kernels ($mode) exit $?" | tee -a "$LOG"
-  grep -iE "whole|speedup" $OUT/kernels-$mode.md | head -8 | tee -a "$LOG"
+  grep -E "^\| (qwen|llama)[^|]*\| (torch|dmuon) \|" $OUT/kernels-$mode.md | tee -a "$LOG"
 done
 say "test_gpu_ns_engine"
 timeout $((BUDGET - SECONDS)) ./build-dev/tests/test_gpu_ns_engine > /tmp/tn.txt 2>&1; echo "test_gpu_ns_engine exit $?" | tee -a "$LOG"
