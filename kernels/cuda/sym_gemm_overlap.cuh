@@ -96,7 +96,9 @@ __device__ __forceinline__ void load_c(unsigned short* res, const Handoff& h, co
       const int vi = base + i * kStorers;
       if (vi >= total) break;
       const StoreRun run = tile_run(h, vi);
-      *reinterpret_cast<uint4*>(res + run.tile_row * kResPitch + run.tile_col) = v[i];
+      // Indexed in 16-byte units (kResPitch and tile_col are multiples of 8 elements), so that the
+      // store is one st.shared.v4; through an element pointer it compiled to four 4-byte stores.
+      reinterpret_cast<uint4*>(res)[(run.tile_row * kResPitch + run.tile_col) / 8] = v[i];
     }
   }
 }
