@@ -8,15 +8,10 @@
 # Run from the repository root on the GPU machine with $OUT set and .boost-po carried:
 #   BUDGET=<seconds this call may use, default 560> bash harness/tools/device_epilogue_ab.sh
 # BUDGET trims the A/B's second round and drops Qwen2.5-3B from the whole model when time is short.
-# Written at stop 47 and not yet run on a GPU (no machine came that session).
+# Written at stop 47; ran at stop 48 (reports/measured/sym-epilogue-overlap-2026-12-07/call1).
 set -o pipefail
-OUT=${OUT:?set OUT}
-LOG=$OUT/run.log
-say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
-nvidia-smi -L | grep -qE "H100|H200" || { nvidia-smi -L; exit 3; }
-nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv | tee -a "$LOG"
-say "commit $(git rev-parse --short HEAD 2>/dev/null || echo "${DMUON_COMMIT:-unknown}")"
 source harness/tools/device_configure.sh
+device_start
 { device_configure . && timeout 330 cmake --build build-dev -j16 --target test_gpu_sym_gemm test_gpu_ns_engine dmuon-bench; } \
   > /tmp/b.txt 2>&1 || { tail -40 /tmp/b.txt | tee -a "$LOG"; say "BUILD FAILED"; exit 1; }
 obj=$(find build-dev -name "sym_gemm_sm90.cu.o" | head -1)
