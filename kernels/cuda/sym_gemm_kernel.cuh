@@ -33,9 +33,9 @@ constexpr int kThreads = 384;                             // producer warpgroup 
 // rows), 4 stages of 48 KiB with the inline epilogue, 3 with the overlapped one, whose staging tile
 // takes the fourth's room (sym_gemm_overlap.cuh). (An 8-stage ring of 32-deep steps with two wgmma
 // groups in flight measured 27% slower on H100: reports/sym-gemm-notes.md v5; removed at stop 47.)
-// DMUON_SYM_INLINE_STAGES (a build-time measurement knob, default 4): the inline epilogue's ring depth,
-// so that one device call can time the inline epilogue on the overlapped one's 3 stages
-// (harness/tools/device_ring_depth_ab.sh).
+// DMUON_SYM_INLINE_STAGES (a build-time measurement knob, default 4): the inline epilogue's ring depth.
+// harness/tools/device_ring_depth_ab.sh rewrites the default line below to 3 in the GPU machine's copy
+// to time the inline epilogue on the overlapped one's 3 stages; keep the line as it is.
 #ifndef DMUON_SYM_INLINE_STAGES
 #define DMUON_SYM_INLINE_STAGES 4
 #endif
