@@ -19,16 +19,3 @@ device_build_bench() {
   echo "== $(date -u +%H:%M:%S) BUILD FAILED" | tee -a "$1"
   return 1
 }
-
-# The run log's opening, shared by the device_*.sh scripts that call it: LOG=$OUT/run.log, say (a
-# timestamped line into it), exit 3 unless the GPU is an H100 or H200, its name, driver, power cap
-# and clock, and the tree's commit.
-#   device_start
-device_start() {
-  OUT=${OUT:?set OUT}
-  LOG=$OUT/run.log
-  say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
-  nvidia-smi -L | grep -qE "H100|H200" || { nvidia-smi -L; exit 3; }
-  nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv | tee -a "$LOG"
-  say "commit $(git rev-parse --short HEAD 2>/dev/null || echo "${DMUON_COMMIT:-unknown}")"
-}

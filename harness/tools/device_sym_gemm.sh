@@ -6,7 +6,7 @@
 # SYM_SHAPES overrides the benchmark's shapes; SYM_SKIP_TESTS=1 times only; SYM_AUTOTUNE=1 also
 # runs `dmuon-bench kernels` on three model shapes, whose variants column shows what the
 # autotuner measured for symmetric_sm90 / gram_sm90 and which implementation it chose (SYM_KERNEL_SHAPES
-# overrides those shapes); SYM_EPILOGUE_AB=1 (below).
+# overrides those shapes).
 set -o pipefail
 OUT=${OUT:?set OUT}
 export NCCL_NVLS_ENABLE=0
@@ -42,21 +42,6 @@ say "dmuon-bench sym-gemm"
 timeout 240 ./build-dev/harness/dmuon-bench sym-gemm ${SYM_SHAPES:+--shapes $SYM_SHAPES} --report-md $OUT/sym-gemm.md \
   > $OUT/bench.txt 2>&1
 echo "bench exit $?" | tee -a "$LOG"
-# SYM_EPILOGUE_AB=1: the same test with every launch's epilogue overlapped, then the benchmark with
-# DMUON_SYM_EPILOGUE=inline and =overlap, so both epilogues are timed in one call.
-if [ "${SYM_EPILOGUE_AB:-0}" = 1 ]; then
-  say "test_gpu_sym_gemm, DMUON_SYM_EPILOGUE=overlap"
-  DMUON_SYM_EPILOGUE=overlap timeout 150 ./build-dev/tests/test_gpu_sym_gemm > $OUT/test_sym_overlap.txt 2>&1
-  rc=$?
-  echo "test_gpu_sym_gemm (overlap) exit $rc" | tee -a "$LOG"; tail -3 $OUT/test_sym_overlap.txt >> "$LOG"
-  if [ $rc != 124 ]; then
-    for mode in inline overlap; do
-      DMUON_SYM_EPILOGUE=$mode timeout 120 ./build-dev/harness/dmuon-bench sym-gemm ${SYM_SHAPES:+--shapes $SYM_SHAPES} \
-        --report-md $OUT/sym-gemm-$mode.md > $OUT/bench-$mode.txt 2>&1
-      echo "bench ($mode) exit $?" | tee -a "$LOG"
-    done
-  fi
-fi
 if [ "${SYM_AUTOTUNE:-0}" = 1 ]; then
   say "dmuon-bench kernels (autotuner)"
   timeout 300 ./build-dev/harness/dmuon-bench kernels --shapes ${SYM_KERNEL_SHAPES:-4096x14336,14336x4096,4096x4096,2048x11008} --presets torch,dmuon \
@@ -68,6 +53,3 @@ fi
 say "done"
 tail -c 2500 "$LOG"
 grep "^|" $OUT/bench.txt | cut -d'|' -f2-7
-for mode in inline overlap; do
-  [ -f $OUT/bench-$mode.txt ] && { echo "DMUON_SYM_EPILOGUE=$mode:"; grep "^|" $OUT/bench-$mode.txt | cut -d'|' -f2-7; }
-done

@@ -7,9 +7,8 @@
 // cluster walk the same segments (sym_gemm_schedule.hpp): whole items, or with stream-K the
 // cluster's share of the k steps, split items finished by sym_gemm_stream_k.cuh's fixup. With
 // diag_pairs (one operand, no C) a CTA's piece may be a double: two diagonal tiles, one box each,
-// each consumer warpgroup computing a whole 128 x 128 tile from its box. kOverlap: the consumers hand
-// each finished piece to the producer warpgroup's other three warps, which store it (and load the
-// next piece's C) while the consumers run the next k loop (sym_gemm_overlap.cuh).
+// each consumer warpgroup computing a whole 128 x 128 tile from its box. The consumers store each
+// finished piece themselves (sym_gemm_epilogue.cuh) before its next k loop.
 // Device code only, included once, by sym_gemm_sm90.cu (its host launcher).
 #pragma once
 #include <cuda_bf16.h>
@@ -19,7 +18,6 @@
 #include <type_traits>
 
 #include "kernels/cuda/sym_gemm_epilogue.cuh"
-#include "kernels/cuda/sym_gemm_overlap.cuh"
 #include "kernels/cuda/sym_gemm_ptx.cuh"
 #include "kernels/cuda/sym_gemm_schedule.hpp"
 #include "kernels/cuda/sym_gemm_stream_k.cuh"
@@ -30,42 +28,28 @@ namespace dmuon::cuda::sym {
 constexpr int kThreads = 384;                             // producer warpgroup + 2 consumers
 
 // The shared-memory ring: 64-deep k steps (128-byte rows, one 128B-swizzled TMA box of 16 KiB per 128
-// rows), 4 stages of 48 KiB with the inline epilogue, 3 with the overlapped one, whose staging tile
-// takes the fourth's room (sym_gemm_overlap.cuh). (An 8-stage ring of 32-deep steps with two wgmma
-// groups in flight measured 27% slower on H100: reports/sym-gemm-notes.md v5; removed at stop 47.)
-// DMUON_SYM_INLINE_STAGES (a build-time measurement knob, default 4): the inline epilogue's ring depth.
-// harness/tools/device_ring_depth_ab.sh rewrites the default line below to 3 in the GPU machine's copy
-// to time the inline epilogue on the overlapped one's 3 stages; keep the line as it is.
-#ifndef DMUON_SYM_INLINE_STAGES
-#define DMUON_SYM_INLINE_STAGES 4
-#endif
-template <bool kOverlap>
+// rows), 4 stages of 48 KiB. (An 8-stage ring of 32-deep steps with two wgmma groups in flight measured
+// 27% slower on H100: reports/sym-gemm-notes.md v5. An overlapped epilogue whose staging tile took the
+// fourth stage's room measured slower, and on the same 3 stages no faster than this inline one:
+// reports/kernels-sym-gemm.md, stop 48.)
 struct Cfg {
   static constexpr int kBK = 64;
-  static constexpr int kStages = kOverlap ? 3 : DMUON_SYM_INLINE_STAGES;
+  static constexpr int kStages = 4;
   static constexpr int kBoxBytes = kTile * kBK * 2;         // one 128-row TMA box
   static constexpr int kRowBytes = kBK * 2;                 // = the swizzle span
 };
 
-// Each epilogue's shared memory: the inline one's 64 x 64 chunk per consumer, or the staging tile.
-struct InlineSmem {
-  alignas(16) unsigned short out[2][kStageElems];
-};
-
-template <bool kOverlap>
 struct alignas(1024) Smem {
-  using C = Cfg<kOverlap>;
-  unsigned char a[C::kStages][C::kBoxBytes];              // row block of A for the item
-  unsigned char b[C::kStages][2 * C::kBoxBytes];          // its two column blocks (rows of B), back to back
-  std::uint64_t full[C::kStages];
-  std::uint64_t empty[C::kStages];
-  long item[C::kStages];                                  // cluster item of the stage's piece, -1: stop
-  int k0[C::kStages], k1[C::kStages];                     // its segment's k steps (at the first stage)
-  std::conditional_t<kOverlap, OverlapSmem, InlineSmem> epi;
+  unsigned char a[Cfg::kStages][Cfg::kBoxBytes];          // row block of A for the item
+  unsigned char b[Cfg::kStages][2 * Cfg::kBoxBytes];      // its two column blocks (rows of B), back to back
+  std::uint64_t full[Cfg::kStages];
+  std::uint64_t empty[Cfg::kStages];
+  long item[Cfg::kStages];                                // cluster item of the stage's piece, -1: stop
+  int k0[Cfg::kStages], k1[Cfg::kStages];                 // its segment's k steps (at the first stage)
+  alignas(16) unsigned short out[2][kStageElems];         // the epilogue's 64 x 64 chunk per consumer
 };
-template <bool kOverlap>
-constexpr int kSmemBytes = sizeof(Smem<kOverlap>) + 1024;  // + slack to align the dynamic base
-static_assert(kSmemBytes<false> <= 227 * 1024 && kSmemBytes<true> <= 227 * 1024, "one CTA's shared memory on sm_90");
+constexpr int kSmemBytes = sizeof(Smem) + 1024;           // + slack to align the dynamic base
+static_assert(kSmemBytes <= 227 * 1024, "one CTA's shared memory on sm_90");
 
 template <typename T, int N>
 __device__ __forceinline__ void mma(float* acc, std::uint64_t da, std::uint64_t db, int scale_d) {
@@ -79,8 +63,7 @@ __device__ __forceinline__ void mma(float* acc, std::uint64_t da, std::uint64_t 
 }
 
 // Run by the whole producer warp so that it stays converged (lane 0 issues; all lanes wait).
-template <bool kOverlap>
-__device__ void produce(Smem<kOverlap>& sm, const CUtensorMap* map_a, const CUtensorMap* map_b, int k_iters, long tiles,
+__device__ void produce(Smem& sm, const CUtensorMap* map_a, const CUtensorMap* map_b, int k_iters, long tiles,
                         long batch, bool stream_k, bool diag_pairs) {
   const bool leader = threadIdx.x % 32 == 0;
   const unsigned rank = cluster_rank();
@@ -108,9 +91,9 @@ __device__ void produce(Smem<kOverlap>& sm, const CUtensorMap* map_a, const CUte
           mbar_arrive(&sm.full[stage]);  // releases the consumers with the stop mark
         } else {
           const bool pair = p.col1 >= 0;
-          constexpr int kBoxBytes = Cfg<kOverlap>::kBoxBytes;
+          constexpr int kBoxBytes = Cfg::kBoxBytes;
           mbar_arrive_expect_tx(&sm.full[stage], (pair ? 3 : 2) * kBoxBytes);
-          const int k0 = kt * Cfg<kOverlap>::kBK;
+          const int k0 = kt * Cfg::kBK;
           tma_load_3d(sm.a[stage], map_a, &sm.full[stage], k0, p.row_block * kTile, p.batch);
           if (p.multicast) {
             tma_load_3d_multicast(sm.b[stage] + rank * kBoxBytes, map_b, &sm.full[stage], k0,
@@ -123,14 +106,13 @@ __device__ void produce(Smem<kOverlap>& sm, const CUtensorMap* map_a, const CUte
       }
       __syncwarp();
       if (item < 0) return;
-      if (++stage == Cfg<kOverlap>::kStages) { stage = 0; phase ^= 1; }
+      if (++stage == Cfg::kStages) { stage = 0; phase ^= 1; }
     }
   }
 }
 
 // A consumer warpgroup frees a stage in both CTAs of the cluster (each empty barrier counts 4).
-template <bool kOverlap>
-__device__ __forceinline__ void release(Smem<kOverlap>& sm, int stage) {
+__device__ __forceinline__ void release(Smem& sm, int stage) {
   if (threadIdx.x % 128 == 0) {
     mbar_arrive_cluster(cluster_addr(&sm.empty[stage], 0));
     mbar_arrive_cluster(cluster_addr(&sm.empty[stage], 1));
@@ -141,10 +123,10 @@ __device__ __forceinline__ void release(Smem<kOverlap>& sm, int stage) {
 // a stage once the group that read it has completed. kDouble: the warpgroup's whole diagonal tile
 // from its own box (half 0: sm.a, half 1: sm.b), as two m64n128 products, rows 0-63 into
 // acc[0..63] and rows 64-127 into acc[64..127] (N is 256: the same 128 accumulators).
-template <typename T, int N, bool kOverlap, bool kDouble = false>
-__device__ __forceinline__ void mainloop(Smem<kOverlap>& sm, float* acc, int half, int k_iters, int& stage,
+template <typename T, int N, bool kDouble = false>
+__device__ __forceinline__ void mainloop(Smem& sm, float* acc, int half, int k_iters, int& stage,
                                          unsigned& phase) {
-  using C = Cfg<kOverlap>;
+  using C = Cfg;
   // The first wgmma overwrites (scale_d 0) but its asm reads the registers: defining them here
   // keeps them dead, and out of the register budget, between one piece's epilogue and the next k loop.
 #pragma unroll
@@ -197,24 +179,14 @@ __device__ __forceinline__ bool fixup(const StreamK& sk, float* acc, long item, 
   return true;
 }
 
-// The overlapped epilogue's consumer side (sym_gemm_overlap.cuh): wait for the staging tile, stage
-// the fragment(s), hand them to the storers. `stage` writes this warpgroup's share.
-template <typename Stage>
-__device__ __forceinline__ void hand_off(OverlapSmem& epi, unsigned& res_phase, Stage stage) {
-  mbar_wait(&epi.res_free, res_phase);
-  res_phase ^= 1;
-  stage(epi.res);
-  mbar_arrive(&epi.res_full);
-}
-
-template <typename T, bool kOverlap, bool kHasC>
-__device__ void consume(Smem<kOverlap>& sm, T* D, const T* C, float alpha, float beta, int m, int k_iters, long tiles,
+template <typename T, bool kHasC>
+__device__ void consume(Smem& sm, T* D, const T* C, float alpha, float beta, int m, int k_iters, long tiles,
                         long batch, int half, const StreamK& sk, bool diag_pairs) {
   float acc[128];
   const int rank = static_cast<int>(cluster_rank());
   const long steps = cluster_items(tiles, batch, diag_pairs) * k_iters;
   int stage = 0;
-  unsigned phase = 0, res_phase = 0;
+  unsigned phase = 0;
   for (;;) {
     mbar_wait(&sm.full[stage], phase);
     const long item = sm.item[stage];
@@ -225,63 +197,38 @@ __device__ void consume(Smem<kOverlap>& sm, T* D, const T* C, float alpha, float
     const bool split = p.store && (k0 > 0 || k1 < k_iters);
     const long entry = static_cast<long>(p.batch) * m * m;
     // A dummy still consumes its stages (the partner's producer counts on the releases) but
-    // stores nothing: inline, m = 0 rows pass the epilogue's bounds check; overlapped, the
-    // storers skip it too (piece_stores).
+    // stores nothing: m = 0 rows pass the epilogue's bounds check.
     const int rows = p.store ? m : 0;
     const int row0 = p.row_block * kTile + half * 64;
     if (p.diag_row >= 0) {
-      mainloop<T, 256, kOverlap, true>(sm, acc, half, k1 - k0, stage, phase);
+      mainloop<T, 256, true>(sm, acc, half, k1 - k0, stage, phase);
       if (split && !fixup<256>(sk, acc, item, k0, k_iters, steps, rank, half)) continue;
-      if constexpr (kOverlap) {
-        // This half's diagonal tile, as two m64 fragments (staged_block: columns 128 half..).
-        const StagedBlock b = staged_block(p, half);
-        hand_off(sm.epi, res_phase, [&](unsigned short* res) {
-          stage_fragment<T, 128, kHasC>(acc, res, b.row0, b.col0, alpha, beta);
-          stage_fragment<T, 128, kHasC>(acc + 64, res, b.row0 + 64, b.col0, alpha, beta);
-        });
-      } else {
-        // This half's diagonal tile (a double's tiles are always real: rows is m).
-        const long e = static_cast<long>(half == 0 ? p.batch : p.diag_batch) * m * m;
-        const int r0 = (half == 0 ? p.row_block : p.diag_row) * kTile;
-        const Scale<T> s{kHasC ? C + e : nullptr, alpha, beta};
-        T* out = reinterpret_cast<T*>(sm.epi.out[half]);
-        store_mirrored<T, 128, kHasC>(acc, D + e, s, m, rows, r0, r0, 0, out, half + 1);
-        store_mirrored<T, 128, kHasC>(acc + 64, D + e, s, m, rows, r0 + 64, r0, 0, out, half + 1);
-      }
+      // This half's diagonal tile (a double's tiles are always real: rows is m).
+      const long e = static_cast<long>(half == 0 ? p.batch : p.diag_batch) * m * m;
+      const int r0 = (half == 0 ? p.row_block : p.diag_row) * kTile;
+      const Scale<T> s{kHasC ? C + e : nullptr, alpha, beta};
+      T* out = reinterpret_cast<T*>(sm.out[half]);
+      store_mirrored<T, 128, kHasC>(acc, D + e, s, m, rows, r0, r0, 0, out, half + 1);
+      store_mirrored<T, 128, kHasC>(acc + 64, D + e, s, m, rows, r0 + 64, r0, 0, out, half + 1);
       continue;
     }
     if (p.col1 >= 0) {
-      mainloop<T, 256, kOverlap>(sm, acc, half, k1 - k0, stage, phase);
+      mainloop<T, 256>(sm, acc, half, k1 - k0, stage, phase);
       if (split && !fixup<256>(sk, acc, item, k0, k_iters, steps, rank, half)) continue;
-      if constexpr (kOverlap) {
-        const StagedBlock b = staged_block(p, half);
-        hand_off(sm.epi, res_phase, [&](unsigned short* res) {
-          stage_fragment<T, 256, kHasC>(acc, res, b.row0, b.col0, alpha, beta);
-        });
-      } else {
-        const Scale<T> sc{kHasC ? C + entry : nullptr, alpha, beta};
-        store_mirrored<T, 256, kHasC>(acc, D + entry, sc, m, rows, row0, p.col0 * kTile, p.col1 * kTile,
-                                      reinterpret_cast<T*>(sm.epi.out[half]), half + 1);
-      }
+      const Scale<T> sc{kHasC ? C + entry : nullptr, alpha, beta};
+      store_mirrored<T, 256, kHasC>(acc, D + entry, sc, m, rows, row0, p.col0 * kTile, p.col1 * kTile,
+                                    reinterpret_cast<T*>(sm.out[half]), half + 1);
     } else {
-      mainloop<T, 128, kOverlap>(sm, acc, half, k1 - k0, stage, phase);
+      mainloop<T, 128>(sm, acc, half, k1 - k0, stage, phase);
       if (split && !fixup<128>(sk, acc, item, k0, k_iters, steps, rank, half)) continue;
-      if constexpr (kOverlap) {
-        if (!piece_stores(p, k0)) continue;  // a dummy
-        const StagedBlock b = staged_block(p, half);
-        hand_off(sm.epi, res_phase, [&](unsigned short* res) {
-          stage_fragment<T, 128, kHasC>(acc, res, b.row0, b.col0, alpha, beta);
-        });
-      } else {
-        const Scale<T> sc{kHasC ? C + entry : nullptr, alpha, beta};
-        store_mirrored<T, 128, kHasC>(acc, D + entry, sc, m, rows, row0, p.col0 * kTile, 0,
-                                      reinterpret_cast<T*>(sm.epi.out[half]), half + 1);
-      }
+      const Scale<T> sc{kHasC ? C + entry : nullptr, alpha, beta};
+      store_mirrored<T, 128, kHasC>(acc, D + entry, sc, m, rows, row0, p.col0 * kTile, 0,
+                                    reinterpret_cast<T*>(sm.out[half]), half + 1);
     }
   }
 }
 
-template <typename T, bool kOverlap, bool kHasC>
+template <typename T, bool kHasC>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kThreads, 1)
     sym_gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, T* D,
                     const T* C, float alpha, float beta, int m, int k_iters, long tiles, long batch,
@@ -291,15 +238,11 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kThreads, 1)
   // keeps its shared-memory provenance, so the epilogue's staging reads compile to LDS. Rounded
   // through uintptr_t they were generic 16-bit loads (LD.E.U16), and the epilogue took ~20% of a
   // consumer's samples on 4096 x 4096 (ncu, stop 30).
-  auto& sm = *reinterpret_cast<Smem<kOverlap>*>(raw + ((1024u - (smem_addr(raw) & 1023u)) & 1023u));
+  auto& sm = *reinterpret_cast<Smem*>(raw + ((1024u - (smem_addr(raw) & 1023u)) & 1023u));
   if (threadIdx.x == 0) {
-    for (int s = 0; s < Cfg<kOverlap>::kStages; ++s) {
+    for (int s = 0; s < Cfg::kStages; ++s) {
       mbar_init(&sm.full[s], 1);
       mbar_init(&sm.empty[s], 4);  // one arrival per consumer warpgroup of either CTA
-    }
-    if constexpr (kOverlap) {
-      mbar_init(&sm.epi.res_free, kStorers);
-      mbar_init(&sm.epi.res_full, 256);  // every consumer thread, after its own writes
     }
     mbar_init_fence();
   }
@@ -310,17 +253,11 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kThreads, 1)
   if (warpgroup == 0) {
     // The producer's item decoding spilled at 40; at 56 it spills 24 bytes, 44 in the instances with
     // doubles (once a piece), and 56 is all the consumers' 224 leave (.inc takes only what .dec freed).
-    // The overlapped epilogue's storer warps run under the same 56 (their spills: 92-136 bytes an
-    // instance with them, off the consumers' path).
     regs_dealloc<56>();
-    if (threadIdx.x < 32) {
-      produce(sm, &map_a, &map_b, k_iters, tiles, batch, sk.on, pairs);
-    } else if constexpr (kOverlap) {
-      store_pieces<T, kHasC>(sm.epi, D, C, m, k_iters, tiles, batch, sk.on, pairs);
-    }
+    if (threadIdx.x < 32) produce(sm, &map_a, &map_b, k_iters, tiles, batch, sk.on, pairs);
   } else {
     regs_alloc<224>();  // 2 x 128 x 224 + 128 x 56 = 64K registers: exactly what the launch's 168 a thread hold
-    consume<T, kOverlap, kHasC>(sm, D, C, alpha, beta, m, k_iters, tiles, batch, warpgroup - 1, sk, pairs);
+    consume<T, kHasC>(sm, D, C, alpha, beta, m, k_iters, tiles, batch, warpgroup - 1, sk, pairs);
   }
   cluster_sync();  // no CTA leaves while its partner may still arrive on its barriers
 }

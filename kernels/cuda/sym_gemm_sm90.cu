@@ -1,6 +1,6 @@
 // Host side of the sm_90a symmetric-product kernel (sym_gemm_kernel.cuh): tensor maps, the
-// persistent grid, the stream-K decision and workspace, the epilogue, the measurement knobs, and
-// which products the kernel takes.
+// persistent grid, the stream-K decision and workspace, the measurement knobs, and which
+// products the kernel takes.
 #include "kernels/cuda/sym_gemm_sm90.hpp"
 
 #include <cuda_bf16.h>
@@ -29,7 +29,7 @@ CUtensorMap make_map(const void* X, long rows, long k, int batch, CUtensorMapDat
   CUtensorMap map{};
   const cuuint64_t dims[3] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(rows), static_cast<cuuint64_t>(batch)};
   const cuuint64_t strides[2] = {static_cast<cuuint64_t>(k) * 2, static_cast<cuuint64_t>(rows) * k * 2};
-  const cuuint32_t box[3] = {Cfg<false>::kBK, kTile, 1};
+  const cuuint32_t box[3] = {Cfg::kBK, kTile, 1};
   const cuuint32_t unit[3] = {1, 1, 1};
   // Out-of-range rows and k (tails) arrive as zeros, so no bounds checks in the k loop.
   const CUresult r = encode(&map, type, 3, const_cast<void*>(X), dims, strides, box, unit,
@@ -41,14 +41,14 @@ CUtensorMap make_map(const void* X, long rows, long k, int batch, CUtensorMapDat
 
 // Clusters of two that fit on the device at once (a GPC with an odd count of free SMs holds one
 // fewer): the persistent grid is that many clusters, never a second wave of them.
-template <typename T, bool kOverlap, bool kHasC>
+template <typename T, bool kHasC>
 int resident_clusters() {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(2, 1, 1);
   config.blockDim = dim3(kThreads, 1, 1);
-  config.dynamicSmemBytes = kSmemBytes<kOverlap>;
+  config.dynamicSmemBytes = kSmemBytes;
   int clusters = 0;
-  DMUON_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, sym_gemm_kernel<T, kOverlap, kHasC>, &config));
+  DMUON_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, sym_gemm_kernel<T, kHasC>, &config));
   if (clusters < 1) throw Error("sym_gemm_sm90: no cluster of two fits on this device");
   return clusters;
 }
@@ -92,29 +92,6 @@ bool diag_pairs_enabled() {
   return on;
 }
 
-// DMUON_SYM_EPILOGUE=inline|overlap: the epilogue of every launch whose product leaves it automatic
-// (a measurement knob: the A/B on one build); unset, epilogue_overlaps' rule.
-SymEpilogue epilogue_knob() {
-  static const SymEpilogue knob = [] {
-    const char* v = std::getenv("DMUON_SYM_EPILOGUE");
-    if (!v || std::string(v).empty()) return SymEpilogue::automatic;
-    if (std::string(v) == "inline") return SymEpilogue::inline_store;
-    if (std::string(v) == "overlap") return SymEpilogue::overlap;
-    throw Error(std::string("DMUON_SYM_EPILOGUE: expected inline or overlap, got \"") + v + "\"");
-  }();
-  return knob;
-}
-
-// Whether a launch hands its pieces to the storer warps (sym_gemm_overlap.cuh).
-bool epilogue_overlaps(const SymProduct& p) {
-  SymEpilogue e = p.epilogue == SymEpilogue::automatic ? epilogue_knob() : p.epilogue;
-  // Inline everywhere: on H100 (stop 48, reports/kernels-sym-gemm.md) the overlapped epilogue measured
-  // 7-23% slower on X X^T and 9-30% slower on c A^2 + b A, and Llama-3-8B's whole NS 4.8% slower with it
-  // on the products with C.
-  if (e == SymEpilogue::automatic) e = SymEpilogue::inline_store;
-  return e == SymEpilogue::overlap;
-}
-
 // Clusters a launch splits over (0: the item schedule).
 long split_clusters_for(long tiles, long batch, int k_iters, long clusters, double operand_bytes, bool diag_pairs) {
   const StreamKMode mode = stream_k_mode();
@@ -126,26 +103,26 @@ long split_clusters_for(long tiles, long batch, int k_iters, long clusters, doub
 }
 
 // The clusters one launch runs (every instance has the same shared memory and threads).
-template <typename T, bool kOverlap, bool kHasC>
+template <typename T, bool kHasC>
 int launch_clusters() {
-  DMUON_CUDA_CHECK(cudaFuncSetAttribute(sym_gemm_kernel<T, kOverlap, kHasC>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes<kOverlap>));
-  static const int clusters = resident_clusters<T, kOverlap, kHasC>();  // one GPU kind per process in practice
+  DMUON_CUDA_CHECK(cudaFuncSetAttribute(sym_gemm_kernel<T, kHasC>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+  static const int clusters = resident_clusters<T, kHasC>();  // one GPU kind per process in practice
   return clusters;
 }
 
-int device_clusters() { return launch_clusters<__nv_bfloat16, false, true>(); }
+int device_clusters() { return launch_clusters<__nv_bfloat16, true>(); }
 
-template <typename T, bool kOverlap, bool kHasC>
+template <typename T, bool kHasC>
 void launch_typed(const SymProduct& p, cudaStream_t stream) {
-  const int clusters = launch_clusters<T, kOverlap, kHasC>();
+  const int clusters = launch_clusters<T, kHasC>();
   const long tiles = (p.m + kTile - 1) / kTile;
   // A diagonal tile of A B^T reads row block a of both A and B: two boxes, so only one-operand
   // products can compute two of them from two boxes. Those with C keep singles: paired, c A^2 + b A
   // measured 9-46% slower on H100 (reports/kernels-sym-gemm.md, stop 44), X X^T 5-10% faster.
   const bool diag_pairs = !p.b && !p.c && diag_pairs_enabled();
   const long items = cluster_items(tiles, p.batch, diag_pairs);
-  constexpr int kBK = Cfg<kOverlap>::kBK;
+  constexpr int kBK = Cfg::kBK;
   const int k_iters = static_cast<int>((p.k + kBK - 1) / kBK);
   // Stream-K where the items would leave clusters idle and the caller gave a workspace.
   const double operand_bytes = 2.0 * p.m * p.k * p.batch * (p.b ? 2 : 1);
@@ -166,22 +143,16 @@ void launch_typed(const SymProduct& p, cudaStream_t stream) {
       std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
   const CUtensorMap map_a = make_map(p.a, p.m, p.k, p.batch, type);
   const CUtensorMap map_b = p.b ? make_map(p.b, p.m, p.k, p.batch, type) : map_a;
-  sym_gemm_kernel<T, kOverlap, kHasC><<<grid, kThreads, kSmemBytes<kOverlap>, stream>>>(
+  sym_gemm_kernel<T, kHasC><<<grid, kThreads, kSmemBytes, stream>>>(
       map_a, map_b, static_cast<T*>(p.d), static_cast<const T*>(p.c), p.alpha, p.beta, static_cast<int>(p.m), k_iters,
       tiles, p.batch, sk, diag_pairs);
   DMUON_CUDA_CHECK(cudaGetLastError());
 }
 
-template <typename T, bool kHasC>
-void launch_epilogue(const SymProduct& p, cudaStream_t stream) {
-  if (epilogue_overlaps(p)) return launch_typed<T, true, kHasC>(p, stream);
-  launch_typed<T, false, kHasC>(p, stream);
-}
-
 template <typename T>
 void launch_dtype(const SymProduct& p, cudaStream_t stream) {
-  if (p.c) return launch_epilogue<T, true>(p, stream);
-  launch_epilogue<T, false>(p, stream);
+  if (p.c) return launch_typed<T, true>(p, stream);
+  launch_typed<T, false>(p, stream);
 }
 
 // Empty when the current device (its ordinal into *device) is an sm_90 GPU; otherwise why not.

@@ -26,13 +26,6 @@ struct SymWorkspace {
   std::size_t bytes = 0;
 };
 
-// Where a piece's results go to global memory (sym_gemm_epilogue.cuh, sym_gemm_overlap.cuh):
-// inline, the consumer warpgroups store each piece (and load its C) between their k loops on a
-// 4-stage ring; overlap, they hand it to three storer warps through a shared staging tile and go
-// on, on a 3-stage ring. Both round alpha acc + beta C once, the same bits. automatic: the
-// launcher's rule, or DMUON_SYM_EPILOGUE=inline|overlap in the environment (a measurement knob).
-enum class SymEpilogue { automatic, inline_store, overlap };
-
 struct SymProduct {
   const void* a = nullptr;  // m x k row-major per batch entry (stride m k)
   const void* b = nullptr;  // the same shape; nullptr: b = a (D = alpha A A^T + beta C)
@@ -44,26 +37,20 @@ struct SymProduct {
   float beta = 0.0f;
   void* d = nullptr;        // m x m per entry; must not overlap a, b or c (other CTAs still read them)
   SymWorkspace workspace;
-  SymEpilogue epilogue = SymEpilogue::automatic;
 
   // S = X X^T for X m x n.
   static SymProduct xxt(const void* X, long m, long n, int batch, DType dtype, void* S) {
-    return {X, nullptr, m, n, batch, dtype, 1.0f, nullptr, 0.0f, S, {}, SymEpilogue::automatic};
+    return {X, nullptr, m, n, batch, dtype, 1.0f, nullptr, 0.0f, S, {}};
   }
   // D = alpha A B + beta C on m x m matrices with B symmetric (so A B = A B^T, what the kernel
   // computes); B == A is the one-operand case (A A^T).
   static SymProduct square(const void* A, const void* B, long m, int batch, DType dtype, float alpha, const void* C,
                            float beta, void* D) {
-    return {A, B == A ? nullptr : B, m, m, batch, dtype, alpha, C, beta, D, {}, SymEpilogue::automatic};
+    return {A, B == A ? nullptr : B, m, m, batch, dtype, alpha, C, beta, D, {}};
   }
   SymProduct with_workspace(SymWorkspace w) const {
     SymProduct p = *this;
     p.workspace = w;
-    return p;
-  }
-  SymProduct with_epilogue(SymEpilogue e) const {
-    SymProduct p = *this;
-    p.epilogue = e;
     return p;
   }
 };
@@ -85,10 +72,9 @@ bool sym_gemm_sm90_underfills(long m, int batch);
 std::string sym_gemm_sm90_unsupported(const SymProduct& p);  // d may be nullptr: the operands only
 
 // Enqueues D[b] = alpha A[b] B[b]^T + beta C[b] (lower triangle, mirrored) for b < batch.
-// DMUON_SYM_EPILOGUE=inline|overlap picks the epilogue where p.epilogue is automatic (SymEpilogue);
-// DMUON_SYM_STREAM_K=off never splits, =force splits
-// every launch given a workspace (the A/B of stream-K; an unknown value throws). Capturable into a CUDA graph (no allocation, no synchronisation). Throws
-// dmuon::Error when unsupported, when p.workspace is too small for the split it would run, or
+// DMUON_SYM_STREAM_K=off never splits, =force splits every launch given a workspace (the A/B of
+// stream-K; an unknown value throws). Capturable into a CUDA graph (no allocation, no
+// synchronisation). Throws dmuon::Error when unsupported, when p.workspace is too small for the split it would run, or
 // on a CUDA error; sym_gemm_sm90_unsupported also refuses a workspace overlapping A, B, C or D.
 void launch_sym_gemm_sm90(const SymProduct& p, cudaStream_t stream);
 
