@@ -145,7 +145,7 @@ std::vector<WholeModelSpeedup> whole_model_vs_torch(const KernelBench& b) {
   std::vector<ShapeTime> times;
   for (const auto& r : b.rows) {
     merge_shapes(shapes, {r.shape});
-    times.push_back({r.shape.rows, r.shape.cols, r.preset, r.batch, per_matrix(r)});
+    times.push_back({r.shape.rows, r.shape.cols, r.preset, r.batch, per_matrix(r), std::string(cuda::to_string(r.chosen))});
   }
   return whole_model_speedups(shapes, times, b.torch->seconds, b.torch->best_seconds);
 }
@@ -184,13 +184,19 @@ void write_report_json(const KernelBench& b, const std::string& path) {
   }
   json whole = json::array();
   for (const auto& w : whole_model_vs_torch(b)) {
+    json parts = json::array();
+    for (const auto& p : w.parts) {
+      parts.push_back({{"shape", p.shape}, {"matrices", p.count}, {"batch", p.batch}, {"chosen", p.chosen},
+                       {"seconds", p.seconds}, {"torch_seconds", p.torch_seconds},
+                       {"torch_best_seconds", p.torch_best_seconds > 0 ? json(p.torch_best_seconds) : json(nullptr)}});
+    }
     whole.push_back({{"model", w.model}, {"preset", w.preset}, {"matrices", w.matrices}, {"seconds", w.seconds},
                      {"torch_seconds", w.torch_seconds},
                      {"speedup", w.complete() ? json(w.speedup()) : json(nullptr)},
                      {"torch_best_seconds", w.torch_best_seconds > 0 ? json(w.torch_best_seconds) : json(nullptr)},
                      {"speedup_vs_torch_best",
                       w.complete() && w.torch_best_seconds > 0 ? json(w.speedup_vs_best()) : json(nullptr)},
-                     {"missing_shapes", w.missing}});
+                     {"missing_shapes", w.missing}, {"parts", parts}});
   }
   const NsBenchRow* big_std = find_row(b, 8192, 28672, "torch");
   const NsBenchRow* big_gram = find_row(b, 8192, 28672, "dmuon");
@@ -250,6 +256,18 @@ std::string whole_model_markdown(const KernelBench& b) {
       std::string missing;
       for (const auto& m : w.missing) missing += (missing.empty() ? "" : ", ") + m;
       md << "not claimed: no timing for " << missing << " | | |\n";
+    }
+  }
+  md << "\nWhere each model's time goes (`parts` in the JSON): each shape's matrices at the model's batch, the "
+        "implementation the autotuner chose there, ours against torch's median for the same matrices.\n\n"
+     << "| model | preset | shape | matrices | batch | chosen | ours ms | share of ours | torch ms (median) | speedup |\n"
+     << "| --- | --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n";
+  for (const auto& w : whole) {
+    for (const auto& p : w.parts) {
+      md << "| " << w.model << " | " << w.preset << " | " << p.shape << " | " << p.count << " | " << p.batch << " | "
+         << (p.chosen.empty() ? "-" : p.chosen) << " | " << fmt(p.seconds * 1e3, 1) << " | "
+         << fmt(100.0 * p.seconds / w.seconds, 0) << "% | " << fmt(p.torch_seconds * 1e3, 1) << " | "
+         << fmt(p.seconds > 0 ? p.torch_seconds / p.seconds : 0.0, 2) << "x |\n";
     }
   }
   md << "\n";

@@ -60,15 +60,18 @@ std::vector<WholeModelSpeedup> whole_model_speedups(const std::vector<BenchShape
           w.missing.push_back(s.label());
           continue;
         }
-        w.matrices += count;
-        w.seconds += count * t->seconds_per_matrix;
-        w.torch_seconds += count * torch->second;
+        ModelPart part{s.label(), count, t->batch, t->chosen, count * t->seconds_per_matrix, count * torch->second};
         auto best = torch_best.find({s.rows, s.cols});
         if (best == torch_best.end()) {
           best_complete = false;
         } else {
-          w.torch_best_seconds += count * best->second;
+          part.torch_best_seconds = count * best->second;
         }
+        w.matrices += count;
+        w.seconds += part.seconds;
+        w.torch_seconds += part.torch_seconds;
+        w.torch_best_seconds += part.torch_best_seconds;
+        w.parts.push_back(part);
       }
       if (!best_complete) w.torch_best_seconds = 0;
       out.push_back(w);

@@ -13,12 +13,24 @@
 
 namespace dmuon::bench {
 
-// One timed call: `seconds_per_matrix` is the call's time divided by its batch.
+// One timed call: `seconds_per_matrix` is the call's time divided by its batch; `chosen` names the
+// implementation that time is of (may be empty).
 struct ShapeTime {
   long rows = 0, cols = 0;
   std::string preset;
   int batch = 1;
   double seconds_per_matrix = 0;
+  std::string chosen;
+};
+
+// One shape's share of a model's sum: `count` matrices at `batch`, ours and torch's seconds for all
+// of them. Where the remaining time is, so that the next kernel work goes where the model spends it.
+struct ModelPart {
+  std::string shape;  // rows x cols
+  int count = 0, batch = 1;
+  std::string chosen;
+  double seconds = 0, torch_seconds = 0;
+  double torch_best_seconds = 0;  // 0 where the baseline has no best time for the shape
 };
 
 struct WholeModelSpeedup {
@@ -32,6 +44,7 @@ struct WholeModelSpeedup {
   // disturbance can make a speedup.
   double torch_best_seconds = 0;
   std::vector<std::string> missing;  // shapes of the model without a timing or a torch time
+  std::vector<ModelPart> parts;      // the priced shapes, in the order of `shapes`; they sum to the above
   bool complete() const { return missing.empty() && matrices > 0; }
   double speedup() const { return seconds > 0 ? torch_seconds / seconds : 0; }
   double speedup_vs_best() const { return seconds > 0 ? torch_best_seconds / seconds : 0; }
