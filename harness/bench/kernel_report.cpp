@@ -145,7 +145,8 @@ std::vector<WholeModelSpeedup> whole_model_vs_torch(const KernelBench& b) {
   std::vector<ShapeTime> times;
   for (const auto& r : b.rows) {
     merge_shapes(shapes, {r.shape});
-    times.push_back({r.shape.rows, r.shape.cols, r.preset, r.batch, per_matrix(r), std::string(cuda::to_string(r.chosen))});
+    times.push_back(
+        {r.shape.rows, r.shape.cols, r.preset, r.batch, per_matrix(r), std::string(cuda::to_string(r.chosen))});
   }
   return whole_model_speedups(shapes, times, b.torch->seconds, b.torch->best_seconds);
 }

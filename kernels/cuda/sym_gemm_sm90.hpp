@@ -74,8 +74,9 @@ std::string sym_gemm_sm90_unsupported(const SymProduct& p);  // d may be nullptr
 // Enqueues D[b] = alpha A[b] B[b]^T + beta C[b] (lower triangle, mirrored) for b < batch.
 // DMUON_SYM_STREAM_K=off never splits, =force splits every launch given a workspace (the A/B of
 // stream-K; an unknown value throws). Capturable into a CUDA graph (no allocation, no
-// synchronisation). Throws dmuon::Error when unsupported, when p.workspace is too small for the split it would run, or
-// on a CUDA error; sym_gemm_sm90_unsupported also refuses a workspace overlapping A, B, C or D.
+// synchronisation). Throws dmuon::Error when unsupported, when p.workspace is too small for the
+// split it would run, or on a CUDA error; sym_gemm_sm90_unsupported also refuses a workspace
+// overlapping A, B, C or D.
 void launch_sym_gemm_sm90(const SymProduct& p, cudaStream_t stream);
 
 // The X X^T case (X m x n, S m x m): SymProduct{X, nullptr, m, n, batch, dtype, 1, nullptr, 0, S}.
