@@ -79,28 +79,27 @@ StreamKMode stream_k_mode() {
   return mode;
 }
 
+// A measurement knob that is on unless the variable says "off" ("on" or unset: on; anything else
+// throws, naming the variable).
+bool knob_on(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || std::string(v).empty() || std::string(v) == "on") return true;
+  if (std::string(v) == "off") return false;
+  throw Error(std::string(name) + ": expected on or off, got \"" + v + "\"");
+}
+
 // DMUON_SYM_DIAG_PAIRS=off keeps every diagonal tile a single piece (sym_gemm_schedule.hpp): a
 // measurement knob, the A/B of the diagonal pairs on one build. Unset or "on": one-operand products
 // without C pair them.
 bool diag_pairs_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("DMUON_SYM_DIAG_PAIRS");
-    if (!v || std::string(v).empty() || std::string(v) == "on") return true;
-    if (std::string(v) == "off") return false;
-    throw Error(std::string("DMUON_SYM_DIAG_PAIRS: expected on or off, got \"") + v + "\"");
-  }();
+  static const bool on = knob_on("DMUON_SYM_DIAG_PAIRS");
   return on;
 }
 
 // DMUON_SYM_ENTRY_LAUNCHES=off keeps a batch whose entries' operands pass L2 in one launch (the A/B
-// of entry_launches on one build); unset or "on": one launch an entry there.
+// of launch_per_entry on one build); unset or "on": one launch an entry there.
 bool entry_launches_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("DMUON_SYM_ENTRY_LAUNCHES");
-    if (!v || std::string(v).empty() || std::string(v) == "on") return true;
-    if (std::string(v) == "off") return false;
-    throw Error(std::string("DMUON_SYM_ENTRY_LAUNCHES: expected on or off, got \"") + v + "\"");
-  }();
+  static const bool on = knob_on("DMUON_SYM_ENTRY_LAUNCHES");
   return on;
 }
 
