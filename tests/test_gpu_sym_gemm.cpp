@@ -74,14 +74,6 @@ std::vector<double> random_exact(std::size_t count, DType t, std::mt19937& rng, 
   return v;
 }
 
-// Only the 16-bit patterns of random_exact's values (large inputs, no fp64 reference).
-std::vector<std::uint16_t> random_bits(std::size_t count, DType t, std::mt19937& rng) {
-  std::uniform_int_distribution<int> k(-255, 255);
-  std::vector<std::uint16_t> bits(count);
-  for (auto& b : bits) b = encode(k(rng) / 64.0, t);
-  return bits;
-}
-
 // The product the kernel is asked for: D = alpha A B^T + beta C (B = A when `two` is false; no C
 // when `with_c` is false, beta 0). The reference is the lower triangle's fp64 value, mirrored.
 struct Product {
@@ -329,75 +321,6 @@ TEST_CASE("sm_90a stream-K: the same bits every launch; a short workspace refuse
   CHECK_THROWS_WITH(cuda::launch_sym_xxt_sm90(x.get(), m, k, 1, DType::bf16, d.get(), nullptr,
                                               cuda::SymWorkspace{ws.buffer.get(), 4096}),
                     Catch::Contains("workspace is too small"));
-}
-
-// A batch whose entries' operands pass the GPU's L2 runs one launch an entry (launch_per_entry in
-// sym_gemm_sm90.cu): each entry's A, B, C and D at its own offset. The batched call against each
-// entry launched alone (batch 1, its own buffers): the same wgmma chain per element, so the same
-// bits, and no element left unwritten (D poisoned). Both forms: X X^T (three entries, m with a
-// tail) and alpha A B^T + beta C (two entries). With DMUON_SYM_ENTRY_LAUNCHES=off the batched
-// call is one launch and must still agree.
-TEST_CASE("sm_90a batches past L2: the entries' bits as each entry alone", "[gpu]") {
-  if (skip_without_gpu()) return;
-  const std::string why = cuda::sym_xxt_sm90_unsupported(128, 128, DType::bf16, reinterpret_cast<void*>(256));
-  if (!why.empty()) return dmuon::test::skip_test("sym_gemm_sm90 entry launches", why);
-  int device = 0, l2 = 0;
-  REQUIRE(cudaGetDevice(&device) == cudaSuccess);
-  REQUIRE(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device) == cudaSuccess);
-  struct Case { long m; int batch; bool two, with_c; DType t; };
-  for (const Case& c : {Case{1000, 3, false, false, DType::fp16}, Case{640, 2, true, true, DType::bf16}}) {
-    // k so that one entry's operands (A, and B) are just past L2.
-    const long k = ((l2 / (2L * c.m * (c.two ? 2 : 1)) + 64) / 8) * 8;
-    INFO(c.m << "x" << k << " batch " << c.batch << (c.two ? " A B^T + beta C" : " X X^T"));
-    const std::size_t operand = static_cast<std::size_t>(c.m * k), square = static_cast<std::size_t>(c.m * c.m);
-    std::mt19937 rng(static_cast<unsigned>(c.m + k));
-    const std::vector<std::uint16_t> ah = random_bits(operand * c.batch, c.t, rng);
-    const std::vector<std::uint16_t> bh = c.two ? random_bits(operand * c.batch, c.t, rng) : std::vector<std::uint16_t>{};
-    const std::vector<std::uint16_t> ch = c.with_c ? random_bits(square * c.batch, c.t, rng) : std::vector<std::uint16_t>{};
-    cuda::DeviceBuffer a(ah.size() * 2, "A"), b(c.two ? bh.size() * 2 : 2, "B"), cc(c.with_c ? ch.size() * 2 : 2, "C"),
-        d(square * c.batch * 2, "D batched"), one_a(operand * 2, "A entry"), one_b(operand * 2, "B entry"),
-        one_c(square * 2, "C entry"), one_d(square * 2, "D entry");
-    a.upload(ah.data(), ah.size() * 2);
-    if (c.two) b.upload(bh.data(), bh.size() * 2);
-    if (c.with_c) cc.upload(ch.data(), ch.size() * 2);
-    const std::vector<std::uint16_t> poison(square * c.batch, 0xFFFF);
-    d.upload(poison.data(), poison.size() * 2);
-    auto product = [&](const void* pa, const void* pb, const void* pc, void* pd, int batch) {
-      cuda::SymProduct p;
-      p.a = pa;
-      p.b = c.two ? pb : nullptr;
-      p.m = c.m;
-      p.k = k;
-      p.batch = batch;
-      p.dtype = c.t;
-      p.alpha = c.with_c ? -1.5f : 1.0f;
-      p.c = c.with_c ? pc : nullptr;
-      p.beta = c.with_c ? 0.75f : 0.0f;
-      p.d = pd;
-      return p;
-    };
-    cuda::launch_sym_gemm_sm90(product(a.get(), b.get(), cc.get(), d.get(), c.batch), nullptr);
-    cuda::synchronize(nullptr);
-    std::vector<std::uint16_t> batched(square * c.batch), alone(square);
-    d.download(batched.data(), batched.size() * 2);
-    for (int e = 0; e < c.batch; ++e) {
-      one_a.upload(ah.data() + e * operand, operand * 2);
-      if (c.two) one_b.upload(bh.data() + e * operand, operand * 2);
-      if (c.with_c) one_c.upload(ch.data() + e * square, square * 2);
-      one_d.upload(poison.data(), square * 2);
-      cuda::launch_sym_gemm_sm90(product(one_a.get(), one_b.get(), one_c.get(), one_d.get(), 1), nullptr);
-      cuda::synchronize(nullptr);
-      one_d.download(alone.data(), square * 2);
-      long differ = 0, unwritten = 0;
-      for (std::size_t i = 0; i < square; ++i) {
-        differ += batched[e * square + i] != alone[i];
-        unwritten += batched[e * square + i] == 0xFFFF;
-      }
-      INFO("entry " << e);
-      CHECK(differ == 0);
-      CHECK(unwritten == 0);
-    }
-  }
 }
 
 TEST_CASE("sm_90a X X^T refuses what TMA cannot address", "[gpu]") {

@@ -79,52 +79,17 @@ StreamKMode stream_k_mode() {
   return mode;
 }
 
-// A measurement knob that is on unless the variable says "off" ("on" or unset: on; anything else
-// throws, naming the variable).
-bool knob_on(const char* name) {
-  const char* v = std::getenv(name);
-  if (!v || std::string(v).empty() || std::string(v) == "on") return true;
-  if (std::string(v) == "off") return false;
-  throw Error(std::string(name) + ": expected on or off, got \"" + v + "\"");
-}
-
 // DMUON_SYM_DIAG_PAIRS=off keeps every diagonal tile a single piece (sym_gemm_schedule.hpp): a
 // measurement knob, the A/B of the diagonal pairs on one build. Unset or "on": one-operand products
 // without C pair them.
 bool diag_pairs_enabled() {
-  static const bool on = knob_on("DMUON_SYM_DIAG_PAIRS");
+  static const bool on = [] {
+    const char* v = std::getenv("DMUON_SYM_DIAG_PAIRS");
+    if (!v || std::string(v).empty() || std::string(v) == "on") return true;
+    if (std::string(v) == "off") return false;
+    throw Error(std::string("DMUON_SYM_DIAG_PAIRS: expected on or off, got \"") + v + "\"");
+  }();
   return on;
-}
-
-// DMUON_SYM_ENTRY_LAUNCHES=off keeps a batch whose entries' operands pass L2 in one launch (the A/B
-// of launch_per_entry on one build); unset or "on": one launch an entry there.
-bool entry_launches_enabled() {
-  static const bool on = knob_on("DMUON_SYM_ENTRY_LAUNCHES");
-  return on;
-}
-
-// Whether a batched product runs one launch a batch entry. In one launch the clusters walk the
-// entries in item order but drift apart (nothing holds them together between entries), so where
-// an entry's operands do not fit in L2 the clusters that share a row block of X no longer load it
-// at nearly the same time and it comes from HBM again: X X^T of 4096 x 14336 (117 MB an entry)
-// took 0.397-0.405 ms a matrix at batch 64 against 0.336 at batch 1 (H100, ncu, 2026-12-07;
-// reports/kernels-sym-gemm.md, stop 49). Each launch starts its clusters together on one entry.
-bool launch_per_entry(const SymProduct& p) {
-  const double entry_operand_bytes = 2.0 * p.m * p.k * (p.b ? 2 : 1);
-  return p.batch > 1 && entry_operand_bytes > l2_bytes() && entry_launches_enabled();
-}
-
-// Entry e of a batched product, as a product of batch 1.
-SymProduct entry_of(const SymProduct& p, int e) {
-  const std::size_t operand = static_cast<std::size_t>(p.m) * p.k * 2 * e;
-  const std::size_t square = static_cast<std::size_t>(p.m) * p.m * 2 * e;
-  SymProduct q = p;
-  q.batch = 1;
-  q.a = static_cast<const char*>(p.a) + operand;
-  if (p.b) q.b = static_cast<const char*>(p.b) + operand;
-  if (p.c) q.c = static_cast<const char*>(p.c) + square;
-  q.d = static_cast<char*>(p.d) + square;
-  return q;
 }
 
 // Clusters a launch splits over (0: the item schedule).
@@ -150,10 +115,6 @@ int device_clusters() { return launch_clusters<__nv_bfloat16, true>(); }
 
 template <typename T, bool kHasC>
 void launch_typed(const SymProduct& p, cudaStream_t stream) {
-  if (launch_per_entry(p)) {
-    for (int e = 0; e < p.batch; ++e) launch_typed<T, kHasC>(entry_of(p, e), stream);
-    return;
-  }
   const int clusters = launch_clusters<T, kHasC>();
   const long tiles = (p.m + kTile - 1) / kTile;
   // A diagonal tile of A B^T reads row block a of both A and B: two boxes, so only one-operand

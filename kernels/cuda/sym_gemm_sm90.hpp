@@ -71,11 +71,9 @@ bool sym_gemm_sm90_underfills(long m, int batch);
 // aligned, a dtype other than bf16/fp16, D overlapping an input).
 std::string sym_gemm_sm90_unsupported(const SymProduct& p);  // d may be nullptr: the operands only
 
-// Enqueues D[b] = alpha A[b] B[b]^T + beta C[b] (lower triangle, mirrored) for b < batch: one
-// launch, or one launch an entry where an entry's operands (A, and B) pass the GPU's L2.
+// Enqueues D[b] = alpha A[b] B[b]^T + beta C[b] (lower triangle, mirrored) for b < batch.
 // DMUON_SYM_STREAM_K=off never splits, =force splits every launch given a workspace (the A/B of
-// stream-K); DMUON_SYM_ENTRY_LAUNCHES=off keeps every batch in one launch (the A/B of the entry
-// launches); an unknown value throws. Capturable into a CUDA graph (no allocation, no
+// stream-K; an unknown value throws). Capturable into a CUDA graph (no allocation, no
 // synchronisation). Throws dmuon::Error when unsupported, when p.workspace is too small for the
 // split it would run, or on a CUDA error; sym_gemm_sm90_unsupported also refuses a workspace
 // overlapping A, B, C or D.
