@@ -50,9 +50,13 @@ class Breakdown(TempDirCase):
             self.assertEqual(kinds["triangle, X X^T (fp16)"][0], 2)    # R, once a restart
             self.assertEqual(kinds["cuBLAS GEMM"][0], 2)               # Q X, once a restart
             self.assertEqual(kinds["Q = Z + a I"][0], 2)
-            total = sum(t for _, t in kinds.values())
+            total = sum(t for _, t, _ in kinds.values())
             self.assertAlmostEqual(total, 4.0e-3, delta=0.05e-3)  # 4.000-4.010 ms in the capture
             self.assertAlmostEqual(kinds["cuBLAS GEMM"][1] / 2, 0.616e-3, delta=0.01e-3)
+            # The capture also has sm__cycles_elapsed.avg.per_second: 1.5-1.7 GHz in the GEMMs, ~1.9
+            # GHz in the short normalisation kernels.
+            self.assertTrue(1.4e9 < kinds["cuBLAS GEMM"][2] < 1.8e9)
+            self.assertTrue(1.8e9 < kinds["normalise: sum of squares"][2] < 2.1e9)
 
     def test_names_units_and_boundaries(self):
         path = self.capture([
@@ -76,6 +80,18 @@ class Breakdown(TempDirCase):
         self.assertAlmostEqual(first["cuBLAS GEMM"][1], 0.6e-3)
         self.assertAlmostEqual(first["normalise: sum of squares"][1], 50e-6)
         self.assertKind(nb.by_kind(found[1])["triangle, X X^T (fp16)"], 1, 100e-6)
+        self.assertIsNone(first["cuBLAS GEMM"][2])  # no clock rows in this capture
+
+    def test_clock_weighted_by_time(self):
+        path = self.capture([
+            row(0, "sum_squares_vec_kernel", "us", "10"), row(0, "sum_squares_vec_kernel", "hz", "2,000,000,000",
+                                                             metric=nb.CLOCK),
+            row(1, "nvjet_a", "us", "30"), row(1, "nvjet_a", "hz", "1,000,000,000", metric=nb.CLOCK),
+            row(2, "nvjet_b", "us", "10"), row(2, "nvjet_b", "hz", "2,000,000,000", metric=nb.CLOCK),
+        ])
+        kinds = nb.by_kind(nb.calls(nb.read_capture(path))[0])
+        self.assertAlmostEqual(kinds["cuBLAS GEMM"][2], 1.25e9, delta=1.0)  # (30 x 1 + 10 x 2) / 40 GHz
+        self.assertAlmostEqual(kinds["normalise: sum of squares"][2], 2e9, delta=1.0)
 
     def test_refusals(self):
         with self.assertRaises(SystemExit) as e:
@@ -84,6 +100,10 @@ class Breakdown(TempDirCase):
         with self.assertRaises(SystemExit) as e:
             nb.read_capture(self.capture([row(0, "sum_squares_kernel", "us", "1", metric="other")]))
         self.assertIn("no gpu__time_duration.sum rows", str(e.exception))
+        with self.assertRaises(SystemExit) as e:
+            nb.read_capture(self.capture([row(0, "sum_squares_kernel", "us", "1"),
+                                          row(0, "sum_squares_kernel", "MHz", "1", metric=nb.CLOCK)]))
+        self.assertIn("unknown unit 'MHz'", str(e.exception))
 
 
 if __name__ == "__main__":

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Per-kernel GPU time of each Newton-Schulz call in an `ncu --csv --metrics gpu__time_duration.sum`
-capture of `dmuon-bench kernels` (harness/tools/device_ns_breakdown.sh).
+capture of `dmuon-bench kernels` (harness/tools/device_ns_breakdown.sh), with each kind's mean SM
+clock where the capture also has sm__cycles_elapsed.avg.per_second.
 
-A call starts at its sum-of-squares kernel (the normalisation's first launch) and ends before the
-next one or before a non-NS launch (input fill, the GEMM/copy ceilings): everything between is one
-NS call's program. For each call: its kernels grouped by kind (the sm_90a triangle kernel with and
-without C, cuBLAS GEMMs, normalisation, transposes, identity adds), with count, total and share.
+ncu runs the launches one at a time with gaps between them, so these are not a back-to-back call's
+times: on an H100 (2026-12-07) the triangle X X^T of 4096 x 14336 read 0.336 ms a matrix alone and
+0.40 in a batch of 64 (one launch), yet 64 launches of one entry each ran the batched call 1-2%
+slower than the one launch (reports/kernels-sym-gemm.md, stop 49; why is not established: the
+clock column is there to test the power cap next time).
 
 usage: ncu_ns_breakdown.py CAPTURE.csv [--label TEXT]
 """
@@ -34,7 +36,8 @@ NOT_NS = ("fill_normal", "copy", "diff_norms", "empty_kernel")
 
 # The triangle kernel's instances: sym_gemm_kernel<T, ..., kHasC> (older trees had a tile
 # argument between); ncu may print the bool as true/false, (bool)1/(bool)0 or 1/0.
-TRIANGLE = re.compile(r"sym_gemm_kernel<\s*(__half|__nv_bfloat16)\s*,(?:[^<>,]*,)*\s*(true|false|\(bool\)1|\(bool\)0|1|0)\s*>")
+TRIANGLE = re.compile(r"sym_gemm_kernel<\s*(__half|__nv_bfloat16)\s*,(?:[^<>,]*,)*"
+                      r"\s*(true|false|\(bool\)1|\(bool\)0|1|0)\s*>")
 
 
 def kind_of(name):
@@ -49,47 +52,60 @@ def kind_of(name):
     return "other: " + name[:60]
 
 
+UNITS = {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond": 1e-3, "ms": 1e-3, "second": 1.0,
+         "s": 1.0}
+DURATION = "gpu__time_duration.sum"
+CLOCK = "sm__cycles_elapsed.avg.per_second"  # optional: the SM clock the launch ran at
+
+
 def read_capture(path):
-    """(kernel name, seconds) in launch order."""
-    rows = []
+    """(kernel name, seconds, SM clock in Hz or None) a launch, in launch order."""
+    launches = {}  # ncu's launch ID -> [name, seconds, hz]
     with open(path, newline="") as f:
         lines = [line for line in f if line.startswith('"')]  # ncu's own messages are not CSV rows
     for rec in csv.DictReader(lines):
-        if rec.get("Metric Name") != "gpu__time_duration.sum":
+        metric, unit = rec.get("Metric Name"), rec.get("Metric Unit", "")
+        if metric not in (DURATION, CLOCK):
             continue
-        unit = rec.get("Metric Unit", "")
         value = float(rec["Metric Value"].replace(",", ""))
-        scale = {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond": 1e-3, "ms": 1e-3, "second": 1.0, "s": 1.0}.get(unit)
-        if scale is None:
-            sys.exit(f"ncu_ns_breakdown.py: {path}: unknown unit {unit!r} for gpu__time_duration.sum")
-        rows.append((rec["Kernel Name"], value * scale))
+        launch = launches.setdefault(int(rec["ID"]), [rec["Kernel Name"], None, None])
+        if metric == DURATION:
+            if unit not in UNITS:
+                sys.exit(f"ncu_ns_breakdown.py: {path}: unknown unit {unit!r} for {DURATION}")
+            launch[1] = value * UNITS[unit]
+        elif unit.lower() != "hz":  # ncu writes "hz"
+            sys.exit(f"ncu_ns_breakdown.py: {path}: unknown unit {unit!r} for {CLOCK}")
+        else:
+            launch[2] = value
+    rows = [tuple(launches[i]) for i in sorted(launches) if launches[i][1] is not None]
     if not rows:
-        sys.exit(f"ncu_ns_breakdown.py: {path}: no gpu__time_duration.sum rows")
+        sys.exit(f"ncu_ns_breakdown.py: {path}: no {DURATION} rows")
     return rows
 
 
 def calls(rows):
-    """Lists of (name, seconds), one per NS call."""
+    """Lists of launches, one per NS call."""
     out, cur = [], None
-    for name, sec in rows:
+    for launch in rows:
+        name = launch[0]
         if "sum_squares" in name:
-            cur = [(name, sec)]
+            cur = [launch]
             out.append(cur)
         elif cur is not None and not any(m in name for m in NOT_NS):
-            cur.append((name, sec))
+            cur.append(launch)
         else:
             cur = None
     return out
 
 
 def by_kind(call):
-    """{kind: (launches, seconds)} of one call."""
+    """{kind: (launches, seconds, mean SM clock in Hz weighted by time, or None)} of one call."""
     groups = {}
-    for name, sec in call:
+    for name, sec, hz in call:
         k = kind_of(name)
-        n, t = groups.get(k, (0, 0.0))
-        groups[k] = (n + 1, t + sec)
-    return groups
+        n, t, cycles, timed = groups.get(k, (0, 0.0, 0.0, 0.0))
+        groups[k] = (n + 1, t + sec, cycles + (sec * hz if hz else 0.0), timed + (sec if hz else 0.0))
+    return {k: (n, t, cycles / timed if timed else None) for k, (n, t, cycles, timed) in groups.items()}
 
 
 def main():
@@ -101,10 +117,11 @@ def main():
     if not found:
         sys.exit(f"ncu_ns_breakdown.py: {a.capture}: no NS call (no sum-of-squares launch)")
     for i, call in enumerate(found):
-        total = sum(s for _, s in call)
+        total = sum(launch[1] for launch in call)
         print(f"{a.label} call {i + 1}: {len(call)} kernels, {total * 1e3:.3f} ms of GPU time")
-        for k, (n, t) in sorted(by_kind(call).items(), key=lambda kv: -kv[1][1]):
-            print(f"  {k:34s} {n:3d} x {t / n * 1e3:8.3f} ms = {t * 1e3:8.3f} ms ({100 * t / total:5.1f}%)")
+        for k, (n, t, hz) in sorted(by_kind(call).items(), key=lambda kv: -kv[1][1]):
+            clock = f", {hz / 1e6:5.0f} MHz" if hz else ""
+            print(f"  {k:34s} {n:3d} x {t / n * 1e3:8.3f} ms = {t * 1e3:8.3f} ms ({100 * t / total:5.1f}%{clock})")
 
 
 if __name__ == "__main__":
