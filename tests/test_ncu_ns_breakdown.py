@@ -81,6 +81,9 @@ class Breakdown(TempDirCase):
         self.assertAlmostEqual(first["normalise: sum of squares"][1], 50e-6)
         self.assertKind(nb.by_kind(found[1])["triangle, X X^T (fp16)"], 1, 100e-6)
         self.assertIsNone(first["cuBLAS GEMM"][2])  # no clock rows in this capture
+        # A triangle instance whose template arguments the pattern does not read is not a cuBLAS GEMM.
+        self.assertTrue(nb.kind_of("void sym::sym_gemm_kernel<sym::Cfg<(bool)0>, float>(CUtensorMap_st)")
+                        .startswith("triangle, instance not parsed"))
 
     def test_clock_weighted_by_time(self):
         path = self.capture([
